@@ -1,0 +1,1 @@
+"""Cooperative and competitive games: repeated matrix games and tic-tac-toe."""

@@ -1,0 +1,198 @@
+"""The environment base class: roles, static config, dynamic params, pure reset/step.
+
+Subclasses implement ``reset_env`` and ``step_env`` (and usually ``default_params``
+and ``check_params``). The public ``reset``/``step`` add what every environment
+needs and what a subclass must not forget:
+
+* ``params=None`` means ``default_params()``;
+* actions are checked against the roles (keys, shape, dtype) at trace time, which
+  costs nothing at run time because shapes and dtypes are static;
+* concrete (non-traced) params are validated on the host by ``check_params``;
+  traced params cannot raise, so validate them with ``env.validate_params(params)``
+  before you jit (learners and the bench harness do).
+
+``step`` never resets: auto-reset is the job of the wrappers in
+``jaxagents.core.wrappers``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxagents.core.spaces import Box, Discrete, MultiDiscrete
+from jaxagents.core.types import Role, TimeStep
+
+State = Any
+Params = Any
+
+
+@struct.dataclass
+class EmptyParams:
+    """Params of an environment that has nothing to sweep."""
+
+
+def _is_concrete(tree) -> bool:
+    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+class Env:
+    """Base class of every jaxagents environment.
+
+    Attributes:
+        roles: ``{role_name: Role}``, fixed at construction (static).
+    """
+
+    roles: dict[str, Role]
+
+    # ---------------------------------------------------------------- to implement
+    def default_params(self) -> Params:
+        return EmptyParams()
+
+    def check_params(self, params: Params) -> None:
+        """Raise ``ValueError`` naming the field and the allowed range if ``params``
+        (host numpy values) are invalid. Override in subclasses."""
+
+    def reset_env(self, key: jax.Array, params: Params) -> tuple[State, TimeStep]:
+        raise NotImplementedError
+
+    def step_env(self, key: jax.Array, state: State, actions: dict, params: Params) -> tuple[State, TimeStep]:
+        raise NotImplementedError
+
+    def global_obs(self, state: State, params: Params | None = None) -> jax.Array:
+        """Centralised-critic input (optional); shape given by ``global_obs_shape``."""
+        raise NotImplementedError(f"{type(self).__name__} has no global_obs")
+
+    def render(self, state: State, params: Params | None = None) -> np.ndarray:
+        """An RGB frame ``uint8[H, W, 3]`` of one (unbatched) state, host side (optional)."""
+        raise NotImplementedError(f"{type(self).__name__} has no renderer")
+
+    # ---------------------------------------------------------------- public API
+    def reset(self, key: jax.Array, params: Params | None = None) -> tuple[State, TimeStep]:
+        params = self._params(params)
+        return self.reset_env(key, params)
+
+    def step(self, key: jax.Array, state: State, actions: Mapping[str, jax.Array], params: Params | None = None):
+        params = self._params(params)
+        actions = self.check_actions(actions)
+        return self.step_env(key, state, actions, params)
+
+    # ---------------------------------------------------------------- helpers
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def num_agents(self) -> int:
+        """Total agent count over all roles."""
+        return sum(r.num_agents for r in self.roles.values())
+
+    def validate_params(self, params: Params | None = None) -> Params:
+        """Host-side validation; returns the (defaulted) params. Raises ``ValueError``."""
+        params = self.default_params() if params is None else params
+        if not _is_concrete(params):
+            raise ValueError("validate_params needs concrete params, not traced values: call it before jit")
+        self.check_params(jax.tree_util.tree_map(np.asarray, params))
+        return params
+
+    def _params(self, params):
+        if params is None:
+            return self.default_params()
+        if _is_concrete(params):
+            # Eager calls and the outermost call of jit with static params: cheap to check.
+            self.check_params(jax.tree_util.tree_map(np.asarray, params))
+        return params
+
+    def check_actions(self, actions: Mapping[str, jax.Array]) -> dict:
+        """Check ``actions`` against the roles and return them in the canonical dtype.
+
+        Raises ``ValueError``/``TypeError`` naming the role, and what was expected, for
+        a missing or unknown role key, a wrong shape or a wrong kind of dtype
+        (floats for a discrete space, integers for a continuous one). Integer dtypes
+        of another width are accepted and cast. Runs at trace time only.
+        """
+        if not isinstance(actions, Mapping):
+            raise TypeError(f"actions must be a dict keyed by role {sorted(self.roles)}, got {type(actions).__name__}")
+        unknown = sorted(set(actions) - set(self.roles))
+        missing = sorted(set(self.roles) - set(actions))
+        if unknown or missing:
+            raise ValueError(
+                f"actions keys must be exactly the roles {sorted(self.roles)}; "
+                + (f"unknown: {unknown} " if unknown else "")
+                + (f"missing: {missing}" if missing else "")
+            )
+        out = {}
+        for name, role in self.roles.items():
+            a = actions[name]
+            space = role.action_space
+            shape = tuple(np.shape(a))
+            want = (role.num_agents,) + tuple(space.shape)
+            if shape != want:
+                raise ValueError(
+                    f"actions[{name!r}] must have shape {want} (num_agents={role.num_agents}, "
+                    f"action shape {space.shape}), got {shape}"
+                )
+            dtype = jnp.result_type(a)
+            if isinstance(space, (Discrete, MultiDiscrete)) or jnp.issubdtype(space.dtype, jnp.integer):
+                if not jnp.issubdtype(dtype, jnp.integer):
+                    raise TypeError(f"actions[{name!r}] must be integers for {space!r}, got dtype {dtype}")
+            elif isinstance(space, Box) and not jnp.issubdtype(dtype, jnp.floating):
+                raise TypeError(f"actions[{name!r}] must be floating point for {space!r}, got dtype {dtype}")
+            out[name] = jnp.asarray(a, dtype=space.dtype)
+        return out
+
+    def make_timestep(
+        self,
+        obs: dict,
+        reward: dict | None = None,
+        terminated=False,
+        truncated=False,
+        action_mask: dict | None = None,
+        active: dict | None = None,
+        info: dict | None = None,
+    ) -> TimeStep:
+        """Build a ``TimeStep``, filling omitted per-role fields with their neutral value
+        (zero reward, all actions legal, every agent active)."""
+        roles = self.roles
+        if reward is None:
+            reward = {k: jnp.zeros((r.num_agents,), jnp.float32) for k, r in roles.items()}
+        if action_mask is None:
+            action_mask = {k: jnp.ones(r.mask_shape, bool) for k, r in roles.items()}
+        if active is None:
+            active = {k: jnp.ones((r.num_agents,), bool) for k, r in roles.items()}
+        return TimeStep(
+            obs=obs,
+            reward={k: jnp.asarray(v, jnp.float32) for k, v in reward.items()},
+            terminated=jnp.asarray(terminated, bool),
+            truncated=jnp.asarray(truncated, bool),
+            action_mask=action_mask,
+            active=active,
+            info={} if info is None else info,
+        )
+
+    def __repr__(self):
+        roles = ", ".join(
+            f"{k}: {r.num_agents} x (obs {r.observation_space}, act {r.action_space})" for k, r in self.roles.items()
+        )
+        return f"{self.name}({roles})"
+
+
+def random_actions(env: Env, key: jax.Array, timestep: TimeStep) -> dict:
+    """Uniformly random *legal* actions for every role (masks respected for
+    ``Discrete`` spaces; other spaces are sampled uniformly)."""
+    keys = jax.random.split(key, len(env.roles))
+    out = {}
+    for k, (name, role) in zip(keys, env.roles.items()):
+        space = role.action_space
+        if isinstance(space, Discrete):
+            mask = timestep.action_mask[name]
+            # An all-False row (no legal action, e.g. a finished game) falls back to uniform.
+            logits = jnp.where(mask | ~jnp.any(mask, -1, keepdims=True), 0.0, -jnp.inf)
+            out[name] = jax.random.categorical(k, logits, axis=-1).astype(space.dtype)
+        else:
+            out[name] = space.sample(k, (role.num_agents,))
+    return out

@@ -1,0 +1,105 @@
+"""Environment registry: ids map to ``"module:Class"`` strings, imported lazily.
+
+``jaxagents.core`` never imports an environment module; a module is imported the
+first time one of its ids is made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import inspect
+from typing import Any
+
+from jaxagents.core.env import Env
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    env_id: str
+    entry_point: str  # "package.module:ClassName"
+    kwargs: dict  # defaults applied before the user's keyword arguments
+    description: str = ""
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+
+
+def register(env_id: str, entry_point: str, *, description: str = "", overwrite: bool = False, **kwargs: Any) -> None:
+    """Register ``env_id`` -> ``entry_point`` (``"module:Class"`` or a class).
+
+    ``kwargs`` are defaults passed to the constructor; ``make`` may override them.
+    """
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"env_id must be a non-empty string, got {env_id!r}")
+    if isinstance(entry_point, type):
+        entry_point = f"{entry_point.__module__}:{entry_point.__qualname__}"
+    if not isinstance(entry_point, str) or entry_point.count(":") != 1:
+        raise ValueError(f"entry_point must be 'module:Class' or a class, got {entry_point!r}")
+    if env_id in _REGISTRY and not overwrite:
+        raise ValueError(f"environment id {env_id!r} is already registered (pass overwrite=True to replace it)")
+    _REGISTRY[env_id] = EnvSpec(env_id, entry_point, dict(kwargs), description)
+
+
+def list_envs() -> list[str]:
+    """All registered ids, sorted."""
+    return sorted(_REGISTRY)
+
+
+def spec(env_id: str) -> EnvSpec:
+    if env_id not in _REGISTRY:
+        close = difflib.get_close_matches(env_id, list(_REGISTRY), n=3, cutoff=0.4)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ValueError(
+            f"unknown environment id {env_id!r}.{hint} Registered ids: {', '.join(list_envs())}"
+        )
+    return _REGISTRY[env_id]
+
+
+def load_entry_point(entry_point: str) -> type:
+    module_name, _, attr = entry_point.partition(":")
+    obj = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def make(env_id: str, **kwargs: Any) -> Env:
+    """Construct a registered environment.
+
+    Unknown ids fail with the closest registered ids; unknown keyword arguments fail
+    naming the argument and the ones the environment accepts; invalid values fail in
+    the environment's constructor, naming the argument and the valid range.
+    """
+    s = spec(env_id)
+    cls = load_entry_point(s.entry_point)
+    sig = inspect.signature(cls.__init__)
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    allowed = [n for n, p in sig.parameters.items() if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
+    if not accepts_any:
+        for k in kwargs:
+            if k not in allowed:
+                close = difflib.get_close_matches(k, allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(
+                    f"{env_id}: unknown keyword argument {k!r}{hint}; allowed: {', '.join(allowed) or 'none'}"
+                )
+    return cls(**{**s.kwargs, **kwargs})
+
+
+def _register_builtin() -> None:
+    g = "environments.games"
+    matrix = f"{g}.matrix:MatrixGame"
+    for game, text in [
+        ("prisoners_dilemma", "Iterated prisoner's dilemma (T=5, R=3, P=1, S=0)"),
+        ("stag_hunt", "Iterated stag hunt"),
+        ("chicken", "Iterated chicken (hawk-dove)"),
+        ("matching_pennies", "Iterated matching pennies (zero-sum)"),
+        ("coordination", "Iterated pure coordination"),
+    ]:
+        register(game, matrix, game=game, description=text)
+    register("tic_tac_toe", f"{g}.tic_tac_toe:TicTacToe", description="Tic-tac-toe, two roles, turn-based")
+
+
+_register_builtin()

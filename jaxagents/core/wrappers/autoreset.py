@@ -1,0 +1,177 @@
+"""Auto-reset, without making every step pay for a reset.
+
+Two forms:
+
+* ``AutoReset(env)`` — one environment. ``lax.cond`` on ``done`` runs the reset only
+  when an episode ended. Under ``jax.vmap`` a batched ``cond`` becomes a ``select``
+  that evaluates both branches, so a vmapped ``AutoReset`` still pays a reset every
+  step (this is what JaxMARL's built-in auto-reset costs). Use it for single
+  environments and inside code that is not vmapped over environments.
+* ``VecEnv(env, num_envs)`` — the batch of environments, owned explicitly. After a
+  vmapped ``step`` it counts the finished episodes and switches (a real branch, the
+  predicate is a scalar) between: nothing to do; reset only the finished ones by
+  gathering up to ``reset_budget`` of their indices, resetting that many and
+  scattering them back; or, when more than ``reset_budget`` finished at once (fixed
+  horizons end together), reset the whole batch and select. The reset cost per step
+  is therefore proportional to the number of episodes that ended, not to
+  ``num_envs``.
+
+Both return, on the step where an episode ends, the *final* ``reward``,
+``terminated``, ``truncated`` and ``info`` together with the *first* ``obs``,
+``action_mask`` and ``active`` of the next episode (the gymnax/JaxMARL convention).
+With ``final_obs=True`` the observation that ended the episode is also kept in
+``info["final_obs"]`` (needed to bootstrap truncated episodes; it costs a copy of
+the observations in every step's output, hence opt-in).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxagents.core.env import Env
+from jaxagents.core.types import TimeStep
+from jaxagents.core.wrappers.base import Wrapper
+
+
+def _merge(step_ts: TimeStep, reset_ts: TimeStep, final_obs: bool) -> TimeStep:
+    """Next episode's first observation with the finished episode's last outcome."""
+    info = dict(step_ts.info)
+    if final_obs:
+        info["final_obs"] = step_ts.obs
+    return step_ts.replace(obs=reset_ts.obs, action_mask=reset_ts.action_mask, active=reset_ts.active, info=info)
+
+
+def _with_final_obs(ts: TimeStep, final_obs: bool) -> TimeStep:
+    if not final_obs:
+        return ts
+    return ts.replace(info={**ts.info, "final_obs": ts.obs})
+
+
+class AutoReset(Wrapper):
+    """Reset a single environment on the step its episode ends (see module docstring)."""
+
+    def __init__(self, env: Env, final_obs: bool = False):
+        super().__init__(env)
+        self.final_obs = bool(final_obs)
+
+    def reset_env(self, key, params):
+        state, ts = self.env.reset(key, params)
+        return state, _with_final_obs(ts, self.final_obs)
+
+    def step_env(self, key, state, actions, params):
+        k_step, k_reset = jax.random.split(key)
+        state, ts = self.env.step(k_step, state, actions, params)
+        ts = _with_final_obs(ts, self.final_obs)
+
+        def reset(_):
+            s0, ts0 = self.env.reset(k_reset, params)
+            return s0, _merge(ts, ts0, False)
+
+        return jax.lax.cond(ts.done, reset, lambda _: (state, ts), None)
+
+
+class VecEnv:
+    """``num_envs`` copies of ``env`` stepped together, with batched auto-reset.
+
+    Every array gains a leading ``num_envs`` axis: ``actions[role]`` has shape
+    ``(num_envs, n_role, *action_shape)``, ``timestep.terminated`` shape ``(num_envs,)``.
+    ``params`` are shared by the batch (vmap ``reset``/``step`` over params yourself for
+    a population of differently-parametrised environments).
+
+    Args:
+        env: the environment (any ``Env``, wrappers included).
+        num_envs: batch size, >= 1.
+        reset_budget: how many finished episodes one step resets individually
+            before falling back to resetting the whole batch; default
+            ``ceil(num_envs / 16)``.
+        final_obs: keep the last observation of a finished episode in
+            ``info["final_obs"]``.
+    """
+
+    def __init__(self, env: Env, num_envs: int, reset_budget: int | None = None, final_obs: bool = False):
+        if not isinstance(env, Env):
+            raise TypeError(f"VecEnv wraps a jaxagents Env, got {type(env).__name__}")
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if reset_budget is None:
+            reset_budget = max(1, math.ceil(num_envs / 16))
+        if not isinstance(reset_budget, int) or not 1 <= reset_budget <= num_envs:
+            raise ValueError(f"reset_budget must be an int in [1, num_envs={num_envs}], got {reset_budget!r}")
+        self.env = env
+        self.num_envs = num_envs
+        self.reset_budget = reset_budget
+        self.final_obs = bool(final_obs)
+        self.roles = env.roles
+        self._vreset = jax.vmap(env.reset, in_axes=(0, None))
+        self._vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def default_params(self):
+        return self.env.default_params()
+
+    def validate_params(self, params=None):
+        return self.env.validate_params(params)
+
+    def reset(self, key, params=None):
+        """Reset all ``num_envs`` environments. Returns batched ``(state, timestep)``."""
+        params = self.env._params(params)
+        state, ts = self._vreset(jax.random.split(key, self.num_envs), params)
+        return state, _with_final_obs(ts, self.final_obs)
+
+    def step(self, key, state, actions, params=None):
+        """Step every environment and reset those whose episode ended."""
+        params = self.env._params(params)
+        for name, a in actions.items():
+            if jnp.ndim(a) == 0 or jnp.shape(a)[0] != self.num_envs:
+                raise ValueError(
+                    f"actions[{name!r}] must have a leading num_envs={self.num_envs} axis, got shape {jnp.shape(a)}"
+                )
+        k_step, k_reset = jax.random.split(key)
+        state, ts = self._vstep(jax.random.split(k_step, self.num_envs), state, actions, params)
+        ts = _with_final_obs(ts, self.final_obs)
+        done = ts.done
+        n, budget = self.num_envs, self.reset_budget
+
+        def none(_):
+            return state, ts
+
+        def some(_):
+            # Indices of up to `budget` finished envs; padding indices point past the
+            # end and are dropped by the scatter.
+            (idx,) = jnp.nonzero(done, size=budget, fill_value=n)
+            s0, ts0 = self._vreset(jax.random.split(k_reset, budget), params)
+            put = lambda x, y: x.at[idx].set(y, mode="drop")
+            new_state = jax.tree_util.tree_map(put, state, s0)
+            new_ts = ts.replace(
+                obs=jax.tree_util.tree_map(put, ts.obs, ts0.obs),
+                action_mask=jax.tree_util.tree_map(put, ts.action_mask, ts0.action_mask),
+                active=jax.tree_util.tree_map(put, ts.active, ts0.active),
+            )
+            return new_state, new_ts
+
+        def everything(_):
+            s0, ts0 = self._vreset(jax.random.split(k_reset, n), params)
+
+            def sel(x, y):
+                d = done.reshape((n,) + (1,) * (x.ndim - 1))
+                return jnp.where(d, y, x)
+
+            new_state = jax.tree_util.tree_map(sel, state, s0)
+            new_ts = ts.replace(
+                obs=jax.tree_util.tree_map(sel, ts.obs, ts0.obs),
+                action_mask=jax.tree_util.tree_map(sel, ts.action_mask, ts0.action_mask),
+                active=jax.tree_util.tree_map(sel, ts.active, ts0.active),
+            )
+            return new_state, new_ts
+
+        count = jnp.sum(done)
+        branch = jnp.where(count == 0, 0, jnp.where(count <= budget, 1, 2))
+        if budget >= n:  # a partial reset would be the full reset
+            branch = jnp.minimum(branch, 1)
+            return jax.lax.switch(branch, [none, everything], None)
+        return jax.lax.switch(branch, [none, some, everything], None)
+
+    def __repr__(self):
+        return f"VecEnv({self.env!r}, num_envs={self.num_envs}, reset_budget={self.reset_budget})"
