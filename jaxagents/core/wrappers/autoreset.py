@@ -128,11 +128,13 @@ class VecEnv:
                 raise ValueError(
                     f"actions[{name!r}] must have a leading num_envs={self.num_envs} axis, got shape {jnp.shape(a)}"
                 )
-        k_step, k_reset = jax.random.split(key)
-        state, ts = self._vstep(jax.random.split(k_step, self.num_envs), state, actions, params)
+        n, budget = self.num_envs, self.reset_budget
+        # Per-env keys split exactly as AutoReset splits them, so a VecEnv step equals
+        # vmap(AutoReset(env).step) over split(key, num_envs), whatever reset_budget is.
+        k_step, k_reset = jnp.moveaxis(jax.vmap(jax.random.split)(jax.random.split(key, n)), 1, 0)
+        state, ts = self._vstep(k_step, state, actions, params)
         ts = _with_final_obs(ts, self.final_obs)
         done = ts.done
-        n, budget = self.num_envs, self.reset_budget
 
         def none(_):
             return state, ts
@@ -141,7 +143,7 @@ class VecEnv:
             # Indices of up to `budget` finished envs; padding indices point past the
             # end and are dropped by the scatter.
             (idx,) = jnp.nonzero(done, size=budget, fill_value=n)
-            s0, ts0 = self._vreset(jax.random.split(k_reset, budget), params)
+            s0, ts0 = self._vreset(k_reset[jnp.minimum(idx, n - 1)], params)
             put = lambda x, y: x.at[idx].set(y, mode="drop")
             new_state = jax.tree_util.tree_map(put, state, s0)
             new_ts = ts.replace(
@@ -152,7 +154,7 @@ class VecEnv:
             return new_state, new_ts
 
         def everything(_):
-            s0, ts0 = self._vreset(jax.random.split(k_reset, n), params)
+            s0, ts0 = self._vreset(k_reset, params)
 
             def sel(x, y):
                 d = done.reshape((n,) + (1,) * (x.ndim - 1))

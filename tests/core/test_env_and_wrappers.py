@@ -1,0 +1,128 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxagents
+from jaxagents import AutoReset, EpisodeStats, FlattenObservation, MergeRoles, VecEnv, random_actions
+
+
+@pytest.fixture(scope="module")
+def pd():
+    return jaxagents.make("prisoners_dilemma", horizon=4)
+
+
+def _const(env, value):
+    return {k: jnp.full((r.num_agents,), value, jnp.int32) for k, r in env.roles.items()}
+
+
+def test_out_of_range_params_raise_on_host(pd):
+    bad = pd.default_params().replace(horizon=jnp.int32(0))
+    with pytest.raises(ValueError, match="params.horizon must be >= 1"):
+        pd.reset(jax.random.key(0), bad)
+    with pytest.raises(ValueError, match="params.horizon"):
+        pd.validate_params(bad)
+    nan = pd.default_params().replace(payoff=pd.default_params().payoff.at[0, 0, 0].set(jnp.nan))
+    with pytest.raises(ValueError, match="params.payoff must be finite"):
+        VecEnv(pd, 2).validate_params(nan)
+    with pytest.raises(ValueError, match="shape"):
+        pd.validate_params(pd.default_params().replace(payoff=jnp.zeros((2, 3, 3))))
+    with pytest.raises(ValueError, match="before jit"):
+        jax.jit(pd.validate_params)(pd.default_params())
+
+
+def test_params_are_vmappable(pd):
+    """A population of games with different horizons is a vmap over params."""
+    params = pd.default_params()
+    horizons = jnp.array([1, 2, 3])
+    batch = jax.vmap(lambda h: params.replace(horizon=h))(horizons)
+
+    def run(p):
+        s, ts = pd.reset(jax.random.key(0), p)
+        dones = []
+        for _ in range(3):
+            s, ts = pd.step(jax.random.key(0), s, _const(pd, 0), p)
+            dones.append(ts.terminated)
+        return jnp.stack(dones)
+
+    np.testing.assert_array_equal(jax.vmap(run)(batch), [[1, 1, 1], [0, 1, 1], [0, 0, 1]])
+
+
+def test_episode_stats_returns_and_lengths(pd):
+    env = AutoReset(EpisodeStats(pd))
+    state, ts = env.reset(jax.random.key(0))
+    seen = []
+    for t in range(9):
+        # always (cooperate, defect): row gets S=0, column gets T=5 each step
+        state, ts = env.step(jax.random.key(t), state, {"row": jnp.array([0]), "column": jnp.array([1])})
+        seen.append((int(ts.info["episode_length"]), bool(ts.info["episode_done"]),
+                     float(ts.info["episode_return/row"]), float(ts.info["episode_return/column"])))
+    assert seen[3] == (4, True, 0.0, 20.0)
+    assert seen[4] == (1, False, 0.0, 5.0)
+    assert seen[7] == (4, True, 0.0, 20.0)
+
+
+def test_autoreset_keeps_final_obs_when_asked(pd):
+    env = AutoReset(pd, final_obs=True)
+    state, ts = env.reset(jax.random.key(0))
+    assert "final_obs" in ts.info
+    for t in range(4):
+        state, ts = env.step(jax.random.key(t), state, _const(pd, 1))
+    assert bool(ts.terminated)
+    # the returned obs is the new episode's first (t=0, no previous action) ...
+    np.testing.assert_array_equal(ts.obs["row"][0], [0, 0, 1, 0, 0, 1, 0])
+    # ... and the final obs saw (defect, defect) at t = horizon
+    np.testing.assert_array_equal(ts.info["final_obs"]["row"][0], [0, 1, 0, 0, 1, 0, 1])
+
+
+def test_vecenv_argument_errors(pd):
+    with pytest.raises(ValueError, match="num_envs must be a positive int"):
+        VecEnv(pd, 0)
+    with pytest.raises(ValueError, match=r"reset_budget must be an int in \[1, num_envs=4\]"):
+        VecEnv(pd, 4, reset_budget=5)
+    with pytest.raises(TypeError, match="wraps a jaxagents Env"):
+        VecEnv(object(), 4)
+    vec = VecEnv(pd, 4)
+    state, ts = vec.reset(jax.random.key(0))
+    with pytest.raises(ValueError, match="leading num_envs=4 axis"):
+        vec.step(jax.random.key(0), state, {"row": jnp.zeros((3, 1), jnp.int32), "column": jnp.zeros((3, 1), jnp.int32)})
+
+
+def test_flatten_and_merge_roles_for_selfplay():
+    ttt = jaxagents.make("tic_tac_toe")
+    env = MergeRoles(FlattenObservation(ttt))
+    assert list(env.roles) == ["agents"]
+    role = env.roles["agents"]
+    assert role.num_agents == 2 and role.observation_space.shape == (18 + 2,) and role.action_space.n == 9
+    state, ts = env.reset(jax.random.key(0))
+    np.testing.assert_array_equal(ts.obs["agents"][:, -2:], [[1, 0], [0, 1]])  # role ids
+    np.testing.assert_array_equal(ts.active["agents"], [True, False])
+    # agent 0 (first) plays the centre; agent 1's action is ignored on first's turn
+    state, ts = env.step(jax.random.key(1), state, {"agents": jnp.array([4, 0])})
+    np.testing.assert_array_equal(ts.obs["agents"][0, :18].reshape(3, 3, 2)[1, 1], [1, 0])
+    np.testing.assert_array_equal(ts.obs["agents"][1, :18].reshape(3, 3, 2)[1, 1], [0, 1])
+    np.testing.assert_array_equal(ts.active["agents"], [False, True])
+    assert not ts.action_mask["agents"][:, 4].any()
+    with pytest.raises(ValueError, match="unknown roles"):
+        MergeRoles(FlattenObservation(ttt), groups={"g": ["third"]})
+    with pytest.raises(TypeError, match="FlattenObservation"):
+        MergeRoles(ttt)
+
+
+def test_merge_roles_pads_actions_and_observations():
+    """Roles with different sizes: padding is zeros and padded actions are masked."""
+    pd3 = jaxagents.make("prisoners_dilemma", payoff=np.zeros((2, 3, 3)))
+    ttt = FlattenObservation(jaxagents.make("tic_tac_toe"))
+    merged = MergeRoles(ttt, groups={"x": ["first"]}, role_id=False)
+    assert set(merged.roles) == {"x", "second"}
+    env = MergeRoles(pd3, role_id=False)
+    _, ts = env.reset(jax.random.key(0))
+    assert ts.action_mask["agents"].shape == (2, 3)
+
+
+def test_random_actions_respect_masks():
+    env = jaxagents.make("tic_tac_toe")
+    state, ts = env.reset(jax.random.key(0))
+    state, ts = env.step(jax.random.key(0), state, {"first": jnp.array([4]), "second": jnp.array([0])})
+    acts = jax.vmap(lambda k: random_actions(env, k, ts))(jax.random.split(jax.random.key(1), 500))
+    assert not np.any(np.asarray(acts["second"]) == 4)

@@ -1,0 +1,234 @@
+"""The environment contract, checked on *every* registered environment.
+
+A new environment registered with ``jaxagents.register`` (or in the built-in table)
+is covered here with no new test code. Each environment is compiled once per module
+(the fixture below) and the tests inspect the recorded trajectories.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxagents
+from jaxagents import AutoReset, Discrete, EpisodeStats, VecEnv, random_actions
+
+NUM_ENVS = 4
+STEPS = 120  # long enough that every built-in game finishes several episodes
+
+
+def _illegal_actions(env, key):
+    """Uniform over an enlarged range: legal, masked and out-of-range actions."""
+    out = {}
+    for k, (name, role) in zip(jax.random.split(key, len(env.roles)), env.roles.items()):
+        space = role.action_space
+        if isinstance(space, Discrete):
+            out[name] = jax.random.randint(k, (role.num_agents,), -2, space.n + 2, dtype=space.dtype)
+        else:
+            out[name] = space.sample(k, (role.num_agents,)) * 3.0
+    return out
+
+
+class Rollout:
+    """One environment's compiled rollouts, shared by the tests of this module."""
+
+    def __init__(self, env_id: str):
+        self.env_id = env_id
+        self.env = jaxagents.make(env_id)
+        env = self.env
+        self.vec = VecEnv(EpisodeStats(env), NUM_ENVS, reset_budget=1)
+        self.vec_full = VecEnv(EpisodeStats(env), NUM_ENVS, reset_budget=NUM_ENVS)
+        self.auto = AutoReset(EpisodeStats(env))
+
+        def make_rollout(vec, illegal):
+            inner = vec.env
+
+            def rollout(key):
+                k0, k1 = jax.random.split(key)
+                state, ts0 = vec.reset(k0)
+
+                def body(carry, k):
+                    state, ts = carry
+                    ka, ks = jax.random.split(k)
+                    sample = _illegal_actions if illegal else random_actions
+                    if illegal:
+                        acts = jax.vmap(lambda kk: sample(inner, kk))(jax.random.split(ka, NUM_ENVS))
+                    else:
+                        acts = jax.vmap(lambda kk, t: sample(inner, kk, t))(jax.random.split(ka, NUM_ENVS), ts)
+                    state, nts = vec.step(ks, state, acts)
+                    return (state, nts), (ts, acts, nts)
+
+                _, traj = jax.lax.scan(body, (state, ts0), jax.random.split(k1, STEPS))
+                return ts0, traj
+
+            return jax.jit(rollout)
+
+        self.rollout = make_rollout(self.vec, illegal=False)
+        self.key = jax.random.key(0)
+        self.ts0, (self.before, self.actions, self.after) = jax.device_get(self.rollout(self.key))
+        self.illegal = jax.device_get(make_rollout(self.vec, illegal=True)(jax.random.key(1)))
+        self.rollout_full = make_rollout(self.vec_full, illegal=False)
+
+
+@pytest.fixture(scope="module", params=jaxagents.list_envs())
+def ro(request):
+    return Rollout(request.param)
+
+
+def _per_role_checks(env, ts, batch):
+    for name, role in env.roles.items():
+        n = role.num_agents
+        why = role.observation_space.check(ts.obs[name], batch + (n,))
+        assert why is None, f"obs[{name!r}]: {why}"
+        assert ts.reward[name].shape == batch + (n,) and ts.reward[name].dtype == np.float32
+        assert ts.action_mask[name].shape == batch + role.mask_shape and ts.action_mask[name].dtype == bool
+        assert ts.active[name].shape == batch + (n,) and ts.active[name].dtype == bool
+    assert ts.terminated.shape == batch and ts.terminated.dtype == bool
+    assert ts.truncated.shape == batch and ts.truncated.dtype == bool
+
+
+def test_observations_match_spaces(ro):
+    env = ro.env
+    _per_role_checks(env, ro.ts0, (NUM_ENVS,))
+    _per_role_checks(env, ro.after, (STEPS, NUM_ENVS))
+    # single, unbatched, un-jitted reset and step
+    state, ts = env.reset(jax.random.key(3))
+    _per_role_checks(env, ts, ())
+    acts = random_actions(env, jax.random.key(4), ts)
+    _, ts = env.step(jax.random.key(5), state, acts)
+    _per_role_checks(env, ts, ())
+
+
+def test_observation_values_inside_spaces(ro):
+    for name, role in ro.env.roles.items():
+        assert bool(role.observation_space.contains(ro.after.obs[name], (STEPS, NUM_ENVS, role.num_agents)))
+
+
+def test_roles_and_metadata(ro):
+    env = ro.env
+    assert env.roles and all(isinstance(k, str) for k in env.roles)
+    assert env.num_agents == sum(r.num_agents for r in env.roles.values())
+    params = env.validate_params()
+    assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(env.default_params())
+
+
+def test_reset_reward_is_zero_and_info_structure_is_stable(ro):
+    for name in ro.env.roles:
+        assert np.all(ro.ts0.reward[name] == 0)
+    assert not ro.ts0.terminated.any() and not ro.ts0.truncated.any()
+    # auto-reset merges reset and step outputs, so their info keys must agree
+    assert jax.tree_util.tree_structure(ro.ts0.info) == jax.tree_util.tree_structure(
+        jax.tree_util.tree_map(lambda x: x[0], ro.after.info)
+    )
+
+
+def test_same_key_same_trajectory(ro):
+    again = jax.device_get(ro.rollout(ro.key))
+    chex.assert_trees_all_equal(again[1][2], ro.after)
+    other = jax.device_get(ro.rollout(jax.random.key(99)))
+    leaves = lambda t: np.concatenate([np.ravel(np.asarray(x, np.float32)) for x in jax.tree_util.tree_leaves(t)])
+    # a different key gives a different trajectory (random actions differ)
+    assert not np.array_equal(leaves(other[1][1]), leaves(ro.actions))
+
+
+def test_reset_budget_does_not_change_results(ro):
+    """Partial resets (budget 1) and whole-batch resets give the same trajectory."""
+    full = jax.device_get(ro.rollout_full(ro.key))
+    chex.assert_trees_all_equal(full[1][2], ro.after)
+
+
+def test_vecenv_equals_vmapped_autoreset(ro):
+    """VecEnv is an optimisation of vmap(AutoReset), not a different semantics."""
+    vec, auto = ro.vec, ro.auto
+
+    @jax.jit
+    def both(key, acts):
+        k0, k1 = jax.random.split(key)
+        s_v, _ = vec.reset(k0)
+        s_a, _ = jax.vmap(auto.reset)(jax.random.split(k0, NUM_ENVS))
+        outs = []
+        for t in range(3):
+            kt = jax.random.fold_in(k1, t)
+            a = jax.tree_util.tree_map(lambda x: x[t], acts)
+            s_v, ts_v = vec.step(kt, s_v, a)
+            s_a, ts_a = jax.vmap(auto.step)(jax.random.split(kt, NUM_ENVS), s_a, a)
+            outs.append((ts_v, ts_a))
+        return outs
+
+    acts = jax.tree_util.tree_map(lambda x: x[:3], ro.actions)
+    for ts_v, ts_a in both(ro.key, acts):
+        chex.assert_trees_all_close(ts_v, ts_a)
+
+
+def test_no_recompilation_across_steps(ro):
+    env = ro.env
+    chex.clear_trace_counter()  # the counter is keyed by code, shared across params
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def step(key, state, actions):
+        return env.step(key, state, actions)
+
+    state, ts = jax.jit(env.reset)(jax.random.key(0))
+    for i in range(4):
+        acts = random_actions(env, jax.random.key(i), ts)
+        state, ts = step(jax.random.key(10 + i), state, acts)
+
+
+def test_random_legal_play_respects_masks(ro):
+    for name, role in ro.env.roles.items():
+        if not isinstance(role.action_space, Discrete):
+            continue
+        mask = ro.before.action_mask[name]
+        active = ro.before.active[name]
+        # every active agent has at least one legal action
+        assert np.all(mask.any(-1) | ~active), f"{name}: an active agent has no legal action"
+        a = ro.actions[name]
+        taken = np.take_along_axis(mask, a[..., None].astype(np.int64), -1)[..., 0]
+        assert np.all(taken | ~mask.any(-1)), f"{name}: a masked action was sampled"
+    if "illegal_action" in ro.after.info:
+        assert not np.any(ro.after.info["illegal_action"]), "legal play was reported illegal"
+
+
+def test_episodes_end_and_autoreset_restarts_them(ro):
+    done = ro.after.terminated | ro.after.truncated
+    assert done.any(), f"{ro.env_id}: no episode ended in {STEPS} random steps"
+    length = ro.after.info["episode_length"]
+    # after a finished episode the next step is the first of a new one
+    t, e = np.nonzero(done[:-1])
+    assert np.all(length[t + 1, e] == 1)
+    # and the episode-length counter otherwise goes up by one
+    t, e = np.nonzero(~done[:-1])
+    assert np.all(length[t + 1, e] == length[t, e] + 1)
+
+
+def test_terminated_takes_precedence_over_truncated(ro):
+    assert not np.any(ro.after.terminated & ro.after.truncated)
+
+
+def test_no_nan_or_inf_under_illegal_actions(ro):
+    _, (before, acts, after) = ro.illegal
+    for leaf in jax.tree_util.tree_leaves((after.obs, after.reward, after.info)):
+        leaf = np.asarray(leaf)
+        if np.issubdtype(leaf.dtype, np.floating):
+            assert np.all(np.isfinite(leaf))
+    _per_role_checks(ro.env, after, (STEPS, NUM_ENVS))
+
+
+def test_wrong_actions_are_rejected_before_compiling(ro):
+    env = ro.env
+    state, ts = env.reset(jax.random.key(0))
+    good = random_actions(env, jax.random.key(1), ts)
+    name = next(iter(env.roles))
+    with pytest.raises(ValueError, match="roles"):
+        env.step(jax.random.key(0), state, {**good, "no_such_role": good[name]})
+    with pytest.raises(ValueError, match="roles"):
+        env.step(jax.random.key(0), state, {k: v for k, v in good.items() if k != name})
+    with pytest.raises(ValueError, match="shape"):
+        env.step(jax.random.key(0), state, {**good, name: jnp.concatenate([good[name], good[name]])})
+    if isinstance(env.roles[name].action_space, Discrete):
+        with pytest.raises(TypeError, match="integers"):
+            env.step(jax.random.key(0), state, {**good, name: good[name].astype(jnp.float32)})
