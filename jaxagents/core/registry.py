@@ -18,7 +18,7 @@ from jaxagents.core.env import Env
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
     env_id: str
-    entry_point: str  # "package.module:ClassName"
+    entry_point: str | type  # "package.module:ClassName", or the class itself
     kwargs: dict  # defaults applied before the user's keyword arguments
     description: str = ""
 
@@ -29,13 +29,16 @@ _REGISTRY: dict[str, EnvSpec] = {}
 def register(env_id: str, entry_point: str, *, description: str = "", overwrite: bool = False, **kwargs: Any) -> None:
     """Register ``env_id`` -> ``entry_point`` (``"module:Class"`` or a class).
 
-    ``kwargs`` are defaults passed to the constructor; ``make`` may override them.
+    A string is imported lazily on the first ``make``; a class (e.g. one defined in a
+    notebook) is kept as is. ``kwargs`` are defaults passed to the constructor;
+    ``make`` may override them.
     """
     if not isinstance(env_id, str) or not env_id:
         raise ValueError(f"env_id must be a non-empty string, got {env_id!r}")
     if isinstance(entry_point, type):
-        entry_point = f"{entry_point.__module__}:{entry_point.__qualname__}"
-    if not isinstance(entry_point, str) or entry_point.count(":") != 1:
+        if not issubclass(entry_point, Env):
+            raise TypeError(f"entry_point class must subclass jaxagents.Env, got {entry_point.__name__}")
+    elif not isinstance(entry_point, str) or entry_point.count(":") != 1:
         raise ValueError(f"entry_point must be 'module:Class' or a class, got {entry_point!r}")
     if env_id in _REGISTRY and not overwrite:
         raise ValueError(f"environment id {env_id!r} is already registered (pass overwrite=True to replace it)")
@@ -57,7 +60,9 @@ def spec(env_id: str) -> EnvSpec:
     return _REGISTRY[env_id]
 
 
-def load_entry_point(entry_point: str) -> type:
+def load_entry_point(entry_point: str | type) -> type:
+    if isinstance(entry_point, type):
+        return entry_point
     module_name, _, attr = entry_point.partition(":")
     obj = importlib.import_module(module_name)
     for part in attr.split("."):

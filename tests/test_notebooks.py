@@ -1,0 +1,22 @@
+"""Every notebook in notebooks/ is executed top to bottom; a failing cell fails the test."""
+
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path, tmp_path, monkeypatch):
+    nb = nbformat.read(path, as_version=4)
+    # Notebooks read JAXAGENTS_SMALL to shrink their budgets under test.
+    monkeypatch.setenv("JAXAGENTS_SMALL", "1")
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
