@@ -105,6 +105,9 @@ def _register_builtin() -> None:
     ]:
         register(game, matrix, game=game, description=text)
     register("tic_tac_toe", f"{g}.tic_tac_toe:TicTacToe", description="Tic-tac-toe, two roles, turn-based")
+    register("kuhn_poker", f"{g}.kuhn:KuhnPoker", description="Kuhn poker (OpenSpiel rules), optionally several hands")
+    register("leduc_poker", f"{g}.leduc:LeducPoker", description="Leduc hold'em (OpenSpiel rules)")
+    register("negotiation", f"{g}.negotiation:Negotiation", description="SPIRAL simple negotiation, discrete offers")
 
 
 _register_builtin()
