@@ -1,0 +1,147 @@
+"""The ``jaxagents`` command: ``list`` and ``bench`` (``train``/``eval`` arrive with the
+learners). Errors print one line to stderr and exit with status 2."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import shlex
+import sys
+
+from jaxagents.core import registry
+
+
+class CLIError(Exception):
+    """A user error: reported as one line, exit status 2."""
+
+
+def _parse_kwargs(pairs: list[str] | None) -> dict:
+    """``["horizon=5", "layout=cramped_room"]`` -> ``{"horizon": 5, "layout": "cramped_room"}``
+    (values parsed as Python literals when they are, else kept as strings)."""
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise CLIError(f"--env-kwarg expects key=value, got {pair!r}")
+        k, v = pair.split("=", 1)
+        try:
+            out[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            out[k] = v
+    return out
+
+
+# --------------------------------------------------------------------------- list
+def cmd_list(args) -> int:
+    rows = []
+    for env_id in registry.list_envs():
+        s = registry.spec(env_id)
+        try:
+            env = registry.make(env_id)
+            roles = ", ".join(f"{k} x{r.num_agents}" for k, r in env.roles.items())
+        except Exception as e:  # an env whose optional dependency is missing still lists
+            roles = f"(cannot construct: {type(e).__name__}: {e})"
+        rows.append((env_id, roles, s.description))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    print(f"{'id':<{w0}}  {'roles':<{w1}}  description")
+    for env_id, roles, desc in rows:
+        print(f"{env_id:<{w0}}  {roles:<{w1}}  {desc}")
+    return 0
+
+
+# --------------------------------------------------------------------------- bench
+def cmd_bench(args) -> int:
+    from jaxagents import bench
+
+    if args.repeats is None:
+        args.repeats = 3
+    if args.env_id is None and not args.all:
+        raise CLIError("bench needs an ENV_ID or --all")
+    if args.env_id is not None and args.all:
+        raise CLIError("give either an ENV_ID or --all, not both")
+    if args.compare_jaxmarl and args.all:
+        raise CLIError("--compare-jaxmarl compares one ENV_ID, not --all")
+    command = "jaxagents " + " ".join(shlex.quote(a) for a in args.argv)
+    env_kwargs = _parse_kwargs(args.env_kwarg)
+    jaxmarl_kwargs = _parse_kwargs(args.jaxmarl_kwarg)
+    ids = registry.list_envs() if args.all else [args.env_id]
+    for env_id in ids:
+        registry.spec(env_id)  # unknown ids fail before anything compiles
+
+    def progress(row):
+        print(f"  measured {row.library} {row.env} mode={row.mode} num_envs={row.num_envs}: "
+              f"{row.best_env_steps_per_s:,.0f} env-steps/s (compile {row.compile_s:.1f}s)", file=sys.stderr)
+
+    common = dict(num_envs=args.num_envs, steps=args.steps, repeats=args.repeats, mode=args.mode, progress=progress)
+    if args.compare_jaxmarl:
+        result = bench.compare(args.env_id, args.compare_jaxmarl, env_kwargs=env_kwargs,
+                               jaxmarl_kwargs=jaxmarl_kwargs, **common)
+        result.ours.command = command
+        merged = result.merged()
+        merged.command = command
+        print(merged.table())
+        print("\nratio jaxagents / JaxMARL (> 1: jaxagents faster)")
+        print(result.ratio_table())
+    else:
+        results = [bench.benchmark(i, env_kwargs=env_kwargs if not args.all else None, **common) for i in ids]
+        result = merged = bench.BenchResult.merge(results, command=command)
+        print(merged.table())
+    if merged.overheads():
+        print("\nauto-reset cost against a bare step (no reset)")
+        print(merged.overhead_table())
+    if args.json:
+        result.to_json(args.json)
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.plot:
+        merged.plot(args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="jaxagents", description="JAX-native multi-agent RL: environments and tools.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    sp = sub.add_parser("list", help="registered environments, their roles and descriptions")
+    sp.set_defaults(func=cmd_list)
+
+    sb = sub.add_parser(
+        "bench",
+        help="measure env-steps/s and agent-steps/s (DESIGN.md protocol)",
+        description="jit(lax.scan) of batched steps with auto-reset and random legal actions; compile time "
+        "reported separately; one warm-up; best and median of the timed runs.",
+    )
+    sb.add_argument("env_id", nargs="?", help="a registered id (see `jaxagents list`)")
+    sb.add_argument("--all", action="store_true", help="benchmark every registered environment")
+    sb.add_argument("--num-envs", type=int, nargs="+", default=[1, 64, 1024, 4096], metavar="N")
+    sb.add_argument("--steps", type=int, default=1000, metavar="T", help="scan length per timed run")
+    sb.add_argument("--repeats", type=int, default=None, help="timed runs after the warm-up (default 3)")
+    sb.add_argument("--mode", default="vec", help="vec (default), autoreset, bare, or all")
+    sb.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    sb.add_argument("--plot", metavar="FILE", help="write env-steps/s vs num_envs as an image")
+    sb.add_argument("--compare-jaxmarl", metavar="JAXMARL_ID", help="also measure this JaxMARL env, same protocol")
+    sb.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE", help="constructor argument (repeatable)")
+    sb.add_argument("--jaxmarl-kwarg", action="append", metavar="KEY=VALUE",
+                    help="jaxmarl.make argument, e.g. layout=cramped_room (repeatable)")
+    sb.set_defaults(func=cmd_bench)
+    # `train` and `eval` subcommands are added here by the learners (see DESIGN.md).
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = argv
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except (CLIError, ValueError, TypeError, ImportError) as e:
+        print(f"jaxagents {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The throughput harness and the `jaxagents` command (tiny sizes; speeds are never asserted)."""
+
+import json
+
+import pytest
+
+from jaxagents import bench
+from jaxagents.cli import main
+
+
+@pytest.fixture(scope="module")
+def result():
+    return bench.benchmark("prisoners_dilemma", num_envs=(1, 4), steps=10, repeats=1, mode="all")
+
+
+def test_benchmark_rows_are_consistent(result):
+    assert [(r.mode, r.num_envs) for r in result.rows] == [
+        (m, n) for m in ("vec", "autoreset", "bare") for n in (1, 4)
+    ]
+    for r in result.rows:
+        assert r.num_agents == 2 and r.steps == 10 and r.compile_s > 0
+        assert r.best_env_steps_per_s >= r.median_env_steps_per_s > 0
+        assert r.best_agent_steps_per_s == pytest.approx(2 * r.best_env_steps_per_s)
+    assert len(result.overheads()) == 4  # vec and autoreset, for each size
+    assert "cost vs bare" in result.overhead_table()
+    assert "fewer than 3 timed runs" in result.table()
+
+
+def test_result_files(result, tmp_path):
+    result.to_json(tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert len(data["rows"]) == 6 and data["machine"]["jax"]
+    result.plot(tmp_path / "r.png")
+    assert (tmp_path / "r.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(num_envs=0), "num_envs"),
+        (dict(num_envs=(1, -2)), "num_envs"),
+        (dict(steps=0), "steps"),
+        (dict(repeats=0), "repeats"),
+        (dict(mode="fast"), "mode"),
+    ],
+)
+def test_benchmark_argument_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        bench.benchmark("prisoners_dilemma", **{"num_envs": 1, "steps": 1, "repeats": 1, **kwargs})
+
+
+def test_cli_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "tic_tac_toe" in out and "first x1, second x1" in out
+
+
+def test_cli_bench_writes_files(capsys, tmp_path):
+    code = main(["bench", "stag_hunt", "--num-envs", "2", "--steps", "5", "--repeats", "1",
+                 "--env-kwarg", "horizon=3", "--json", str(tmp_path / "b.json"), "--plot", str(tmp_path / "b.png")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "stag_hunt" in out and "command: jaxagents bench stag_hunt" in out
+    assert json.loads((tmp_path / "b.json").read_text())["rows"][0]["num_envs"] == 2
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["bench", "tictactoe"], "Did you mean: tic_tac_toe"),
+        (["bench"], "needs an ENV_ID or --all"),
+        (["bench", "stag_hunt", "--num-envs", "0"], "num_envs"),
+        (["bench", "stag_hunt", "--env-kwarg", "horizn=3", "--num-envs", "1"], "unknown keyword argument 'horizn'"),
+        (["bench", "stag_hunt", "--env-kwarg", "horizon"], "key=value"),
+    ],
+)
+def test_cli_errors_exit_2_with_one_line(capsys, argv, match):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert match in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_compare_with_jaxmarl():
+    pytest.importorskip("jaxmarl")
+    from jaxagents.compat import from_jaxmarl
+    import jaxmarl
+
+    ours = from_jaxmarl(jaxmarl.make("MPE_simple_spread_v3"))
+    res = bench.compare(ours, "MPE_simple_spread_v3", num_envs=(2,), steps=5, repeats=1)
+    (ratio,) = res.ratios()
+    assert ratio["num_envs"] == 2 and ratio["best_env_ratio"] > 0
+    assert {r.library for r in res.merged().rows} == {"jaxagents", "jaxmarl"}
+    assert "ratio jaxagents / JaxMARL" in res.table()
