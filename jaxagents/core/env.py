@@ -183,16 +183,25 @@ class Env:
 
 def random_actions(env: Env, key: jax.Array, timestep: TimeStep) -> dict:
     """Uniformly random *legal* actions for every role (masks respected for
-    ``Discrete`` spaces; other spaces are sampled uniformly)."""
+    ``Discrete`` spaces; other spaces are sampled uniformly).
+
+    One uniform number per agent picks the k-th legal action (a cumulative sum over the
+    mask), rather than a Gumbel draw per action: with large action sets that is what
+    dominates a random rollout. An all-False mask row (no legal action) falls back to
+    uniform over all actions.
+    """
     keys = jax.random.split(key, len(env.roles))
     out = {}
     for k, (name, role) in zip(keys, env.roles.items()):
         space = role.action_space
         if isinstance(space, Discrete):
             mask = timestep.action_mask[name]
-            # An all-False row (no legal action, e.g. a finished game) falls back to uniform.
-            logits = jnp.where(mask | ~jnp.any(mask, -1, keepdims=True), 0.0, -jnp.inf)
-            out[name] = jax.random.categorical(k, logits, axis=-1).astype(space.dtype)
+            legal = mask | ~jnp.any(mask, -1, keepdims=True)
+            count = jnp.sum(legal, -1, dtype=jnp.int32)
+            u = jax.random.uniform(k, count.shape)
+            kth = jnp.minimum((u * count).astype(jnp.int32), count - 1)
+            rank = jnp.cumsum(legal, -1, dtype=jnp.int32)
+            out[name] = jnp.argmax(rank > kth[..., None], axis=-1).astype(space.dtype)
         else:
             out[name] = space.sample(k, (role.num_agents,))
     return out

@@ -126,3 +126,15 @@ def test_random_actions_respect_masks():
     state, ts = env.step(jax.random.key(0), state, {"first": jnp.array([4]), "second": jnp.array([0])})
     acts = jax.vmap(lambda k: random_actions(env, k, ts))(jax.random.split(jax.random.key(1), 500))
     assert not np.any(np.asarray(acts["second"]) == 4)
+
+
+def test_random_actions_are_uniform_over_legal_actions():
+    env = jaxagents.make("tic_tac_toe")
+    _, ts = env.reset(jax.random.key(0))
+    ts = ts.replace(action_mask={"first": jnp.array([[1, 0, 1, 0, 0, 0, 0, 0, 1]], bool),
+                                 "second": jnp.zeros((1, 9), bool)})  # no legal action: uniform
+    acts = jax.vmap(lambda k: random_actions(env, k, ts))(jax.random.split(jax.random.key(1), 27000))
+    first = np.bincount(np.asarray(acts["first"][:, 0]), minlength=9)
+    assert first[[1, 3, 4, 5, 6, 7]].sum() == 0
+    np.testing.assert_allclose(first[[0, 2, 8]] / 27000, 1 / 3, atol=0.015)
+    np.testing.assert_allclose(np.bincount(np.asarray(acts["second"][:, 0]), minlength=9) / 27000, 1 / 9, atol=0.01)
