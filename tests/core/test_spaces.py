@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from jaxagents import Box, Discrete, MultiDiscrete
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(n=st.integers(1, 50), batch=st.lists(st.integers(1, 4), max_size=2), seed=st.integers(0, 2**31 - 1))
 def test_discrete_sample_is_contained(n, batch, seed):
     s = Discrete(n)
