@@ -466,7 +466,15 @@ def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.
     return _scan_rollout(sample, step, steps), (k_run, state, ts, params)
 
 
+JAXMARL_PREFIX = "jaxmarl:"
+
+
 def _resolve_env(env_or_id, env_kwargs) -> tuple[Env, str]:
+    if isinstance(env_or_id, str) and env_or_id.startswith(JAXMARL_PREFIX):
+        # "jaxmarl:ID": a JaxMARL env through our adapter (measures what from_jaxmarl costs)
+        from jaxagents.compat import from_jaxmarl
+
+        return from_jaxmarl(_make_jaxmarl(env_or_id[len(JAXMARL_PREFIX):], env_kwargs or {})), env_or_id
     if isinstance(env_or_id, str):
         env = make(env_or_id, **(env_kwargs or {}))
         label = env_or_id
@@ -495,7 +503,8 @@ def benchmark(
     """Measure the throughput of a jaxagents environment with the protocol above.
 
     Args:
-        env_or_id: an ``Env`` instance (yours, wrappers included) or a registered id.
+        env_or_id: an ``Env`` instance (yours, wrappers included), a registered id, or
+            ``"jaxmarl:ID"`` for JaxMARL's ``ID`` through ``from_jaxmarl``.
         num_envs: batch sizes to measure (positive ints), each compiled separately.
         steps: ``T``, scan length per timed run (>= 1); ``num_envs * T`` env-steps a run.
         repeats: timed runs after the warm-up (>= 1; the protocol asks for >= 3).

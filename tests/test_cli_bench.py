@@ -91,3 +91,9 @@ def test_compare_with_jaxmarl():
     assert ratio["num_envs"] == 2 and ratio["best_env_ratio"] > 0
     assert {r.library for r in res.merged().rows} == {"jaxagents", "jaxmarl"}
     assert "ratio jaxagents / JaxMARL" in res.table()
+
+
+def test_cli_bench_jaxmarl_adapter(capsys):
+    pytest.importorskip("jaxmarl")
+    assert main(["bench", "jaxmarl:MPE_simple_spread_v3", "--num-envs", "2", "--steps", "3", "--repeats", "1"]) == 0
+    assert "jaxmarl:MPE_simple_spread_v3" in capsys.readouterr().out
