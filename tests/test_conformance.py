@@ -18,6 +18,9 @@ from jaxagents import AutoReset, Discrete, EpisodeStats, VecEnv, random_actions
 
 NUM_ENVS = 4
 STEPS = 120  # long enough that every built-in game finishes several episodes
+# Constructor arguments for envs whose default episodes outlast STEPS (the checks of
+# auto-reset need finished episodes); everything else runs with its defaults.
+MAKE_KWARGS = {"overcooked": {"horizon": 50}}
 
 
 def _illegal_actions(env, key):
@@ -37,7 +40,7 @@ class Rollout:
 
     def __init__(self, env_id: str):
         self.env_id = env_id
-        self.env = jaxagents.make(env_id)
+        self.env = jaxagents.make(env_id, **MAKE_KWARGS.get(env_id, {}))
         env = self.env
         self.vec = VecEnv(EpisodeStats(env), NUM_ENVS, reset_budget=1)
         self.vec_full = VecEnv(EpisodeStats(env), NUM_ENVS, reset_budget=NUM_ENVS)

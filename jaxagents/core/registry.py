@@ -107,6 +107,8 @@ def _register_builtin() -> None:
     register("tic_tac_toe", f"{g}.tic_tac_toe:TicTacToe", description="Tic-tac-toe, two roles, turn-based")
     register("kuhn_poker", f"{g}.kuhn:KuhnPoker", description="Kuhn poker (OpenSpiel rules), optionally several hands")
     register("leduc_poker", f"{g}.leduc:LeducPoker", description="Leduc hold'em (OpenSpiel rules)")
+    register("overcooked", f"{g}.overcooked:Overcooked", description="Overcooked (Carroll et al. 2019), five classic layouts or ASCII")
+    register("hanabi", f"{g}.hanabi:Hanabi", description="Hanabi (HLE rules, canonical observation), 2-5 players")
     register("negotiation", f"{g}.negotiation:Negotiation", description="SPIRAL simple negotiation, discrete offers")
 
 

@@ -1,0 +1,16 @@
+"""Overcooked (Carroll et al. 2019) for jaxagents: two cooks, onion soup.
+
+``Overcooked(layout="cramped_room")`` — the rules are in ``env.py``, the kitchens and
+the ASCII layout format in ``layouts.py``, the 26-channel observation in ``obs.py``,
+the RGB renderer and GIF export in ``render.py``.
+"""
+
+from environments.games.overcooked.env import ACTION_NAMES, Overcooked, OvercookedParams, OvercookedState
+from environments.games.overcooked.layouts import CLASSIC_LAYOUTS, Layout, get_layout, parse_layout
+from environments.games.overcooked.obs import CHANNELS
+from environments.games.overcooked.render import render_state, save_gif
+
+__all__ = [
+    "Overcooked", "OvercookedParams", "OvercookedState", "ACTION_NAMES", "CHANNELS",
+    "CLASSIC_LAYOUTS", "Layout", "get_layout", "parse_layout", "render_state", "save_gif",
+]
