@@ -140,34 +140,25 @@ class VecEnv:
         def none(_):
             return state, ts
 
+        def combine(combine_leaf, s0, ts0):
+            """Put the reset parts (state; first obs, mask, active) into the batch."""
+            tm = jax.tree_util.tree_map
+            return tm(combine_leaf, state, s0), ts.replace(
+                obs=tm(combine_leaf, ts.obs, ts0.obs),
+                action_mask=tm(combine_leaf, ts.action_mask, ts0.action_mask),
+                active=tm(combine_leaf, ts.active, ts0.active),
+            )
+
         def some(_):
             # Indices of up to `budget` finished envs; padding indices point past the
             # end and are dropped by the scatter.
             (idx,) = jnp.nonzero(done, size=budget, fill_value=n)
             s0, ts0 = self._vreset(k_reset[jnp.minimum(idx, n - 1)], params)
-            put = lambda x, y: x.at[idx].set(y, mode="drop")
-            new_state = jax.tree_util.tree_map(put, state, s0)
-            new_ts = ts.replace(
-                obs=jax.tree_util.tree_map(put, ts.obs, ts0.obs),
-                action_mask=jax.tree_util.tree_map(put, ts.action_mask, ts0.action_mask),
-                active=jax.tree_util.tree_map(put, ts.active, ts0.active),
-            )
-            return new_state, new_ts
+            return combine(lambda x, y: x.at[idx].set(y, mode="drop"), s0, ts0)
 
         def everything(_):
             s0, ts0 = self._vreset(k_reset, params)
-
-            def sel(x, y):
-                d = done.reshape((n,) + (1,) * (x.ndim - 1))
-                return jnp.where(d, y, x)
-
-            new_state = jax.tree_util.tree_map(sel, state, s0)
-            new_ts = ts.replace(
-                obs=jax.tree_util.tree_map(sel, ts.obs, ts0.obs),
-                action_mask=jax.tree_util.tree_map(sel, ts.action_mask, ts0.action_mask),
-                active=jax.tree_util.tree_map(sel, ts.active, ts0.active),
-            )
-            return new_state, new_ts
+            return combine(lambda x, y: jnp.where(done.reshape((n,) + (1,) * (x.ndim - 1)), y, x), s0, ts0)
 
         count = jnp.sum(done)
         branch = jnp.where(count == 0, 0, jnp.where(count <= budget, 1, 2))
