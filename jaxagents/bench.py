@@ -231,6 +231,7 @@ class BenchResult:
         # process (a notebook keeps its inline backend) and no display needed.
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.ticker import NullLocator
 
         fig = Figure(figsize=(6.4, 4.8))
         FigureCanvasAgg(fig)
@@ -244,10 +245,14 @@ class BenchResult:
             ax.plot([r.num_envs for r in rows], [r.best_env_steps_per_s for r in rows], marker="o", label=label)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        sizes = sorted({r.num_envs for r in self.rows})
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(sizes, [str(n) for n in sizes])  # label the measured sizes, not 10^k
         ax.set_xlabel("num_envs")
         ax.set_ylabel("env-steps/s (best run)")
         m = self.machine
-        ax.set_title(title or f"{m.get('backend')} {m.get('device_kind')}, jax {m.get('jax')}")
+        device = m.get("cpu_model") if m.get("backend") == "cpu" else m.get("device_kind")
+        ax.set_title(title or f"{device} ({m.get('backend')}), jax {m.get('jax')}", fontsize="medium")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
         fig.tight_layout()

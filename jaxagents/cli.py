@@ -15,6 +15,14 @@ class CLIError(Exception):
     """A user error: reported as one line, exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr (no usage dump), status 2."""
+
+    def error(self, message):
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
 def _parse_kwargs(pairs: list[str] | None) -> dict:
     """``["horizon=5", "layout=cramped_room"]`` -> ``{"horizon": 5, "layout": "cramped_room"}``
     (values parsed as Python literals when they are, else kept as strings)."""
@@ -55,6 +63,12 @@ def cmd_bench(args) -> int:
 
     if args.repeats is None:
         args.repeats = 3
+    # --all is the smoke/main-job run over every registered env: small sizes unless asked
+    # otherwise, because compile time (one program per env and size) dominates it.
+    if args.num_envs is None:
+        args.num_envs = [1, 64, 1024] if args.all else [1, 64, 1024, 4096]
+    if args.steps is None:
+        args.steps = 200 if args.all else 1000
     if args.env_id is None and not args.all:
         raise CLIError("bench needs an ENV_ID or --all")
     if args.env_id is not None and args.all:
@@ -100,8 +114,8 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jaxagents", description="JAX-native multi-agent RL: environments and tools.")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    p = _Parser(prog="jaxagents", description="JAX-native multi-agent RL: environments and tools.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     sp = sub.add_parser("list", help="registered environments, their roles and descriptions")
     sp.set_defaults(func=cmd_list)
@@ -115,8 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("env_id", nargs="?",
                     help="a registered id (see `jaxagents list`), or jaxmarl:ID for a JaxMARL env through from_jaxmarl")
     sb.add_argument("--all", action="store_true", help="benchmark every registered environment")
-    sb.add_argument("--num-envs", type=int, nargs="+", default=[1, 64, 1024, 4096], metavar="N")
-    sb.add_argument("--steps", type=int, default=1000, metavar="T", help="scan length per timed run")
+    sb.add_argument("--num-envs", type=int, nargs="+", default=None, metavar="N",
+                    help="batch sizes (default 1 64 1024 4096; with --all 1 64 1024)")
+    sb.add_argument("--steps", type=int, default=None, metavar="T",
+                    help="scan length per timed run (default 1000; with --all 200)")
     sb.add_argument("--repeats", type=int, default=None, help="timed runs after the warm-up (default 3)")
     sb.add_argument("--mode", default="vec", help="vec (default), autoreset, bare, or all")
     sb.add_argument("--json", metavar="FILE", help="write the results as JSON")
@@ -133,7 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2, already printed in one line)
+        return e.code if isinstance(e.code, int) else 2
     args.argv = argv
     if getattr(args, "func", None) is None:
         parser.print_help()
@@ -141,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (CLIError, ValueError, TypeError, ImportError) as e:
-        print(f"jaxagents {args.command}: error: {e}", file=sys.stderr)
+        message = " ".join(str(e).split())  # one line, whatever the exception carried
+        print(f"jaxagents {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 
