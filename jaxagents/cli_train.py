@@ -1,0 +1,56 @@
+"""``jaxagents train`` and ``jaxagents eval`` (registered into the parser of
+``jaxagents.cli``)."""
+
+from __future__ import annotations
+
+import os
+
+
+def cmd_train(args) -> int:
+    from jaxagents import runner
+
+    if args.resume:
+        if args.config or args.overrides:
+            raise ValueError("--resume RUN_DIR takes no CONFIG or overrides (the run's config.yaml is used)")
+        if not os.path.isfile(os.path.join(args.resume, "config.yaml")):
+            raise ValueError(f"--resume: {args.resume!r} is not a run directory (no config.yaml)")
+        runner.run(run_dir=args.resume, resume=True, quiet=args.quiet)
+        return 0
+    config, overrides = args.config, list(args.overrides)
+    if config is not None and "=" in config and not os.path.exists(config):
+        config, overrides = None, [config] + overrides  # only overrides of the embedded default
+    if config is not None and not os.path.isfile(config):
+        raise ValueError(f"CONFIG {config!r} is not a file (see baselines/configs/)")
+    cfg = runner.load_config(config, overrides)
+    runner.run(cfg, run_dir=args.run_dir, quiet=args.quiet)
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from jaxagents import runner
+
+    if not os.path.isfile(os.path.join(args.run_dir, "config.yaml")):
+        raise ValueError(f"{args.run_dir!r} is not a run directory (no config.yaml)")
+    runner.evaluate(args.run_dir, seed=args.seed)
+    return 0
+
+
+def add_commands(sub) -> None:
+    st = sub.add_parser(
+        "train",
+        help="train from a YAML config (default: a short Kuhn poker self-play run)",
+        description="Train a learner. CONFIG is a YAML file (see baselines/configs/); without it the embedded "
+        "default runs (Kuhn poker self-play with RAE, about a minute on 2 CPU cores). Overrides are "
+        "dotted key=value pairs, e.g. train.ppo.lr=3e-4 num_seeds=4.",
+    )
+    st.add_argument("config", nargs="?", help="YAML config file")
+    st.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    st.add_argument("--run-dir", help="where to write the run (default runs/<learner>-<env>-<time>)")
+    st.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last checkpoint")
+    st.add_argument("--quiet", action="store_true", help="no progress bar or results table")
+    st.set_defaults(func=cmd_train)
+
+    se = sub.add_parser("eval", help="evaluate the latest checkpoint of a run")
+    se.add_argument("run_dir", help="a run directory written by `jaxagents train`")
+    se.add_argument("--seed", type=int, default=1, help="evaluation seed (default 1)")
+    se.set_defaults(func=cmd_eval)

@@ -1,0 +1,113 @@
+"""The learning agents: one actor-critic per role, parameters shared by the role's
+agents (IPPO), with a decentralised or centralised (MAPPO) critic.
+
+Everything here is shape bookkeeping around ``jaxagents.nn.ActorCritic`` so the
+learners can say ``agents.act(...)`` and ``agents.evaluate(...)`` for any
+environment: roles with different observation/action spaces, grid or vector
+observations, discrete, multi-discrete or continuous actions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxagents.core.spaces import Discrete
+from jaxagents.nn import ActorCritic, NetworkConfig, distribution
+
+
+class Agents:
+    """Policies for every role of ``env``.
+
+    Args:
+        env: the (unbatched) environment; its ``roles`` fix the networks.
+        network: the architecture, shared by all roles (each role has its own weights).
+        central_critic: MAPPO's critic input, ``env.global_obs(state)`` plus the
+            agent's one-hot index within its role, instead of the agent's observation.
+    """
+
+    def __init__(self, env, network: NetworkConfig, central_critic: bool = False):
+        self.roles = dict(env.roles)
+        self.network = network
+        self.central_critic = bool(central_critic)
+        if self.central_critic:
+            try:
+                shape = tuple(env.global_obs_shape)
+            except AttributeError:
+                try:  # derive it: trace reset + global_obs abstractly (no compile, no FLOPs)
+                    shape = jax.eval_shape(lambda k: env.global_obs(env.reset(k)[0]), jax.random.key(0)).shape
+                except NotImplementedError:
+                    raise ValueError(
+                        f"central_critic=True (MAPPO) needs env.global_obs; {type(env).__name__} has none"
+                    ) from None
+            self.global_obs_shape = shape
+        self.modules = {}
+        for name, role in self.roles.items():
+            obs_ndim = len(role.observation_space.shape)
+            self.modules[name] = ActorCritic(
+                network,
+                role.action_space,
+                obs_ndim=obs_ndim,
+                critic_obs_ndim=1 if self.central_critic else obs_ndim,
+            )
+
+    # ------------------------------------------------------------------ params
+    def init(self, key: jax.Array) -> dict:
+        """``{role: params}`` for every role."""
+        params = {}
+        for k, (name, role) in zip(jax.random.split(key, len(self.roles)), self.roles.items()):
+            obs = jnp.zeros((1, 1, *role.observation_space.shape), jnp.float32)
+            cin = self.critic_input(name, obs, jnp.zeros((1, *self.global_obs_shape)) if self.central_critic else None)
+            h = self.modules[name].initial_state((1,))
+            params[name] = self.modules[name].init(k, h, obs, cin, jnp.zeros((1, 1), bool))
+        return params
+
+    def initial_hidden(self, num_envs: int) -> dict:
+        """``{role: (h_actor, h_critic)}``, each ``f32[num_envs, n, H]``."""
+        return {
+            name: self.modules[name].initial_state((num_envs, role.num_agents)) for name, role in self.roles.items()
+        }
+
+    # ------------------------------------------------------------------ inputs
+    def critic_input(self, role: str, obs: jax.Array, global_obs: jax.Array | None) -> jax.Array:
+        """IPPO: the agent's own ``obs``. MAPPO: ``global_obs[..., G]`` broadcast to the
+        role's agents, with the agent's one-hot id appended: ``[..., n, G + n]``."""
+        if not self.central_critic:
+            return obs
+        n = self.roles[role].num_agents
+        g = jnp.asarray(global_obs, jnp.float32).reshape(*global_obs.shape[: global_obs.ndim - len(self.global_obs_shape)], -1)
+        g = jnp.broadcast_to(g[..., None, :], (*g.shape[:-1], n, g.shape[-1]))
+        ids = jnp.broadcast_to(jnp.eye(n, dtype=jnp.float32), (*g.shape[:-2], n, n))
+        return jnp.concatenate([g, ids], axis=-1)
+
+    # ------------------------------------------------------------------ policy
+    def apply(self, params, role, hidden, obs, critic_in, reset):
+        """``obs[T, E, n, ...]`` -> ``(hidden, actor_out[T, E, n, A], value[T, E, n])``."""
+        return self.modules[role].apply(params, hidden, obs, critic_in, reset)
+
+    def distribution(self, params, role, actor_out, mask):
+        space = self.roles[role].action_space
+        log_std = params["params"].get("log_std") if not isinstance(space, Discrete) else None
+        return distribution(space, actor_out, log_std, mask if isinstance(space, Discrete) else None)
+
+    def act(self, params, role, hidden, obs, critic_in, reset, mask, key):
+        """One step for all envs and agents of ``role``: ``obs[E, n, ...]`` ->
+        ``(hidden, action[E, n, ...], log_prob[E, n], value[E, n], actor_out)``."""
+        hidden, out, value = self.apply(params, role, hidden, obs[None], critic_in[None], reset[None])
+        dist = self.distribution(params, role, out[0], mask)
+        action = dist.sample(seed=key)
+        return hidden, action, dist.log_prob(action), value[0], out[0]
+
+    def logits_fn(self, params, role):
+        """A feed-forward policy as ``obs[S, D] -> actor_out[S, A]`` (for exact
+        evaluation over information states)."""
+
+        def fn(obs):
+            obs = jnp.asarray(obs, jnp.float32)[None, :, None]
+            cin = obs if not self.central_critic else jnp.zeros((*obs.shape[:-1], int(np.prod(self.global_obs_shape)) + 1))
+            h = self.modules[role].initial_state(obs.shape[1:2] + (1,))
+            _, out, _ = self.apply(params, role, h, obs, cin, jnp.zeros(obs.shape[:3], bool))
+            return out[0, :, 0]
+
+        return fn

@@ -1,0 +1,207 @@
+"""Trajectory collection shared by every learner: a ``lax.scan`` over time of
+batched policy steps and ``VecEnv`` steps.
+
+Arrays in a trajectory are time-major, ``[T, E, n, ...]`` (time, environment,
+agent of the role). ``Transition`` holds one role's samples; a trajectory is
+``{role: Transition}``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxagents.advantages import hash_rows
+
+
+@struct.dataclass
+class EnvCarry:
+    """What the rollout carries from one step (and one update) to the next.
+
+    Attributes:
+        env_state: the ``VecEnv`` state.
+        ts: the last batched ``TimeStep``.
+        first: ``bool[E]`` ``ts`` is the first observation of an episode.
+        hidden: ``{role: (h_actor, h_critic)}`` recurrent memory, ``[E, n, H]`` each.
+        episode_return: ``{role: f32[E, n]}`` return so far in the running episode.
+        start_hash: ``uint32[E]`` hash of the running episode's first observations
+            (episodes with equal hashes started from the same state: GRPO groups).
+    """
+
+    env_state: object
+    ts: object
+    first: jax.Array
+    hidden: dict
+    episode_return: dict
+    start_hash: jax.Array
+
+
+@struct.dataclass
+class Transition:
+    """One role's samples, ``[T, E, n, ...]``.
+
+    ``active`` is whose action was used (turn-based games) and ``learner`` which slots
+    the learning policy controlled (opponent pools); losses use ``active & learner``.
+    ``terminated``/``truncated`` describe the step's transition (broadcast to agents).
+    ``episode_return`` is the finished episode's return at the step that ended it
+    (else 0). ``final_value`` is V of the observation a truncated episode was cut at.
+    """
+
+    obs: jax.Array
+    critic_in: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    mask: jax.Array
+    reset: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    active: jax.Array
+    learner: jax.Array
+    final_value: jax.Array
+    episode_return: jax.Array
+    start_hash: jax.Array
+
+
+def _obs_hash(ts) -> jax.Array:
+    rows = jnp.concatenate([jnp.asarray(o, jnp.float32).reshape(o.shape[0], -1) for o in ts.obs.values()], axis=1)
+    return hash_rows(rows * 1024.0)  # keep fractional features distinct after rounding
+
+
+def init_carry(agents, vec, key, env_params) -> EnvCarry:
+    env_state, ts = vec.reset(key, env_params)
+    n = vec.num_envs
+    return EnvCarry(
+        env_state=env_state,
+        ts=ts,
+        first=jnp.ones((n,), bool),
+        hidden=agents.initial_hidden(n),
+        episode_return={r: jnp.zeros((n, role.num_agents), jnp.float32) for r, role in agents.roles.items()},
+        start_hash=_obs_hash(ts),
+    )
+
+
+def _global_obs(agents, vec, env_state, env_params):
+    if not agents.central_critic:
+        return None
+    return jax.vmap(vec.env.global_obs, in_axes=(0, None))(env_state, env_params)
+
+
+def collect(
+    agents,
+    vec,
+    env_params,
+    params: dict,
+    carry: EnvCarry,
+    key: jax.Array,
+    num_steps: int,
+    *,
+    reward_fn=None,
+    bootstrap_truncated: bool = False,
+    opponents=None,
+):
+    """Run ``num_steps`` batched steps.
+
+    Args:
+        agents: ``jaxagents.learners.agents.Agents``.
+        vec: a ``VecEnv`` (with ``final_obs=True`` when ``bootstrap_truncated``).
+        params: ``{role: params}`` of the learning policies.
+        reward_fn: optional ``(timestep, role) -> f32[E, n]`` added to the reward
+            (e.g. annealed shaped rewards).
+        bootstrap_truncated: compute V(final observation) for truncated episodes
+            (feed-forward, decentralised critics only).
+        opponents: optional ``(opp_params, learner)``: ``opp_params`` is
+            ``{role: params with a leading [E] axis}`` (one opponent per environment)
+            and ``learner`` is ``{role: bool[E, n]}``, the slots the learning policy
+            plays; the other slots act with the environment's opponent.
+
+    Returns ``(carry, {role: Transition}, last_value {role: f32[E, n]})``.
+    """
+
+    def step(c: EnvCarry, k):
+        k_env, *k_roles = jax.random.split(k, 1 + len(agents.roles))
+        gobs = _global_obs(agents, vec, c.env_state, env_params)
+        actions, out, hidden = {}, {}, {}
+        for kr, (role, spec) in zip(k_roles, agents.roles.items()):
+            obs = c.ts.obs[role]
+            cin = agents.critic_input(role, obs, gobs)
+            reset = jnp.broadcast_to(c.first[:, None], obs.shape[:2])
+            mask = c.ts.action_mask[role]
+            k_own, k_opp = jax.random.split(kr)
+            hidden[role], action, logp, value, _ = agents.act(params[role], role, c.hidden[role], obs, cin, reset, mask, k_own)
+            learner = jnp.ones(obs.shape[:2], bool)
+            if opponents is not None:
+                opp_params, learner = opponents[0][role], opponents[1][role]
+
+                def one_env(p, h, o, ci, r, m, ke):
+                    expand = lambda x: x[None]
+                    _, a, _, _, _ = agents.act(p, role, jax.tree.map(expand, h), o[None], ci[None], r[None], m[None], ke)
+                    return a[0]
+
+                opp_action = jax.vmap(one_env)(
+                    opp_params, c.hidden[role], obs, cin, reset, mask, jax.random.split(k_opp, obs.shape[0])
+                )
+                action = jnp.where(learner.reshape(learner.shape + (1,) * (action.ndim - 2)), action, opp_action)
+            actions[role] = action
+            out[role] = (obs, cin, action, logp, value, mask, reset, learner)
+        env_state, ts = vec.step(k_env, c.env_state, actions, env_params)
+
+        done = ts.done
+        trans, ep_ret = {}, {}
+        for role in agents.roles:
+            obs, cin, action, logp, value, mask, reset, learner = out[role]
+            reward = ts.reward[role]
+            if reward_fn is not None:
+                reward = reward + reward_fn(ts, role)
+            ret = c.episode_return[role] + ts.reward[role]
+            ep_ret[role] = jnp.where(done[:, None], 0.0, ret)
+            n = obs.shape[1]
+            bcast = lambda x: jnp.broadcast_to(x[:, None], (x.shape[0], n))
+            if bootstrap_truncated:
+                final_value = jax.lax.cond(
+                    jnp.any(ts.truncated),
+                    lambda: _value(agents, params[role], role, ts.info["final_obs"][role]),
+                    lambda: jnp.zeros(obs.shape[:2], jnp.float32),
+                )
+            else:
+                final_value = jnp.zeros(obs.shape[:2], jnp.float32)
+            trans[role] = Transition(
+                obs=obs,
+                critic_in=cin,
+                action=action,
+                log_prob=logp,
+                value=value,
+                mask=mask,
+                reset=reset,
+                reward=reward,
+                terminated=bcast(ts.terminated),
+                truncated=bcast(ts.truncated),
+                active=c.ts.active[role],
+                learner=learner,
+                final_value=final_value,
+                episode_return=jnp.where(done[:, None], ret, 0.0),
+                start_hash=bcast(c.start_hash),
+            )
+        start_hash = jnp.where(done, _obs_hash(ts), c.start_hash)
+        new = EnvCarry(env_state, ts, done, hidden, ep_ret, start_hash)
+        return new, trans
+
+    carry, traj = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
+
+    gobs = _global_obs(agents, vec, carry.env_state, env_params)
+    last_value = {}
+    for role in agents.roles:
+        obs = carry.ts.obs[role]
+        reset = jnp.broadcast_to(carry.first[:, None], obs.shape[:2])
+        _, _, v = agents.apply(params[role], role, carry.hidden[role], obs[None], agents.critic_input(role, obs, gobs)[None], reset[None])
+        last_value[role] = v[0]
+    return carry, traj, last_value
+
+
+def _value(agents, params, role, obs):
+    """V(obs) for a feed-forward decentralised critic, ``obs[E, n, ...]`` -> ``[E, n]``."""
+    h = agents.modules[role].initial_state(obs.shape[:2])
+    _, _, v = agents.apply(params, role, h, obs[None], obs[None], jnp.zeros((1, *obs.shape[:2]), bool))
+    return v[0]

@@ -1,0 +1,272 @@
+"""Self-play: one policy plays every seat, with the seat's role as an input.
+
+``make_train(config, env)`` merges the environment's roles into one role
+(``MergeRoles``: observations padded, a one-hot role id appended, action sets
+padded and masked) and trains it with the PPO machinery of ``ppo.py``; both seats'
+samples are trained on in the same batch. The advantage estimator is config
+(``rae`` by default -- SPIRAL's role-conditioned baselines; ``returns`` with
+``normalize="role"`` is MARS's per-role normalisation; ``gae``, ``grpo``,
+``gigpo``).
+
+Fictitious self-play: a ring buffer of ``pool_size`` past parameter sets lives in
+the train state; every ``pool_every`` updates the current parameters are pushed.
+With probability ``pool_prob`` an environment's episode pits the learner (one
+random seat) against a uniformly drawn pool member (the other seats); the learner
+trains only on its own seats' samples. Pools need a feed-forward network.
+
+Evaluation during training (every ``eval_every`` updates, NaN in between): the
+mean return, win and loss rates per seat against a uniformly random opponent and,
+for tic-tac-toe, against exact minimax; exact exploitability for Kuhn poker (one
+hand) and Leduc hold'em.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
+from jaxagents.learners import ppo
+from jaxagents.learners.agents import Agents
+
+ROLE = "agents"
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """Self-play settings: ``ppo`` (with ``advantage="rae"``, ``normalize="none"``
+    by default) plus the opponent pool and the evaluation schedule."""
+
+    ppo: ppo.PPOConfig = ppo.PPOConfig(advantage="rae", normalize="none")
+    pool_size: int = 0
+    pool_every: int = 10
+    pool_prob: float = 0.5
+    eval_every: int = 10
+    eval_envs: int = 256
+    eval_steps: int = 32
+
+    def __post_init__(self):
+        if isinstance(self.ppo, dict):
+            base = {"advantage": "rae", "normalize": "none"}
+            object.__setattr__(self, "ppo", ppo.PPOConfig(**{**base, **self.ppo}))
+        for name in ("pool_size",):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("pool_every", "eval_every", "eval_envs", "eval_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.pool_prob <= 1.0:
+            raise ValueError(f"pool_prob must be in [0, 1], got {self.pool_prob}")
+        if self.pool_size and self.ppo.network.recurrent:
+            raise ValueError("opponent pools need a feed-forward network (network.recurrent=False)")
+
+    @property
+    def num_updates(self) -> int:
+        return self.ppo.num_updates
+
+
+@struct.dataclass
+class Pool:
+    """``params``: the ring buffer, a params tree with a leading ``[pool_size]``
+    axis; ``count``: filled slots; ``next``: the slot the next push overwrites."""
+
+    params: dict
+    count: jax.Array
+    next: jax.Array
+
+
+def merge(env):
+    """The self-play view of ``env``: one role ``agents`` with a role id input."""
+    flat = FlattenObservation(env)
+    return MergeRoles(flat, {ROLE: list(flat.roles)})
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _random_opponent(state, ts, key):
+    mask = ts.action_mask[ROLE]
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+def _minimax_opponent(state, ts, key):
+    from environments.games.tic_tac_toe_minimax import minimax_action
+
+    n = ts.action_mask[ROLE].shape[0]
+    a = minimax_action(state.board, key)
+    return jnp.broadcast_to(a, (n,))
+
+
+def scripted_opponents(env) -> dict:
+    """``{name: opponent_fn(state, timestep, key) -> i32[n]}`` for ``env``."""
+    opp = {"random": _random_opponent}
+    if type(env).__name__ == "TicTacToe":
+        opp["minimax"] = _minimax_opponent
+    return opp
+
+
+def exact_tree(env, env_params):
+    """The game tree for exact exploitability, or None where the game has none."""
+    name = type(env).__name__
+    from jaxagents.evaluation import exploitability as ex
+
+    if name == "KuhnPoker" and int(np.asarray(env_params.num_hands)) == 1:
+        return ex.kuhn_tree()
+    if name == "LeducPoker":
+        return ex.leduc_tree()
+    return None
+
+
+def make_evaluate(agents, merged, env_params, opponents: dict, tree, num_envs: int, num_steps: int):
+    """``evaluate(params, key) -> metrics``: sampled play of the learner against each
+    scripted opponent, the learner in seat ``env_index % n``; plus exploitability."""
+    vec = VecEnv(merged, num_envs)
+    n = merged.roles[ROLE].num_agents
+    seat = jnp.arange(num_envs) % n
+    learner = seat[:, None] == jnp.arange(n)[None, :]
+
+    def play(params, opp_fn, key):
+        k0, key = jax.random.split(key)
+        state, ts = vec.reset(k0, env_params)
+        h = agents.initial_hidden(num_envs)[ROLE]
+
+        def step(c, k):
+            state, ts, h, first, ret = c
+            k_a, k_o, k_e = jax.random.split(k, 3)
+            obs = ts.obs[ROLE]
+            reset = jnp.broadcast_to(first[:, None], obs.shape[:2])
+            h, a, _, _, _ = agents.act(params, ROLE, h, obs, obs, reset, ts.action_mask[ROLE], k_a)
+            o = jax.vmap(opp_fn)(state, ts, jax.random.split(k_o, num_envs))
+            state, ts = vec.step(k_e, state, {ROLE: jnp.where(learner, a, o)}, env_params)
+            ret = ret + ts.reward[ROLE]
+            done = ts.done
+            mine = jnp.sum(jnp.where(learner, ret, 0.0), axis=1)
+            out = (done, mine)
+            ret = jnp.where(done[:, None], 0.0, ret)
+            return (state, ts, h, done, ret), out
+
+        init = (state, ts, h, jnp.ones(num_envs, bool), jnp.zeros((num_envs, n)))
+        _, (done, mine) = jax.lax.scan(step, init, jax.random.split(key, num_steps))
+        m = {}
+        for s in range(n):
+            w = (done & (seat == s)[None]).astype(jnp.float32)
+            cnt = jnp.maximum(jnp.sum(w), 1.0)
+            m[f"return/seat{s}"] = jnp.sum(w * mine) / cnt
+            m[f"win/seat{s}"] = jnp.sum(w * (mine > 0)) / cnt
+            m[f"loss/seat{s}"] = jnp.sum(w * (mine < 0)) / cnt
+        return m
+
+    def evaluate(params, key):
+        metrics = {}
+        for k, (name, fn) in zip(jax.random.split(key, len(opponents)), opponents.items()):
+            metrics.update({f"eval/{name}/{m}": v for m, v in play(params, fn, k).items()})
+        if tree is not None:
+            metrics["eval/exploitability"] = exploitability(agents, merged, params, tree)
+        return metrics
+
+    return evaluate
+
+
+def exploitability(agents, merged, params, tree):
+    """Exact exploitability of the shared policy (each information state evaluated
+    with its owner's role id)."""
+    from jaxagents.evaluation.exploitability import exploitability as exact, policy_from_fn
+
+    dim = merged._obs_dim[ROLE]
+    members = merged.groups[ROLE]
+    logits = agents.logits_fn(params, ROLE)
+
+    def role_fn(i):
+        def fn(obs):
+            x = jnp.pad(jnp.asarray(obs, jnp.float32), ((0, 0), (0, dim - obs.shape[1])))
+            x = jnp.concatenate([x, jnp.zeros((x.shape[0], len(members))).at[:, i].set(1.0)], 1)
+            return logits(x)[:, : tree.num_actions]
+
+        return fn
+
+    return exact(tree, policy_from_fn(tree, {r: role_fn(i) for i, r in enumerate(members)}))
+
+
+# --------------------------------------------------------------------------- train
+
+
+def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
+    """``train(key, hparams=None) -> (TrainState, metrics)`` for self-play on ``env``
+    (any environment whose roles have vector or grid observations and discrete
+    actions). ``TrainState.extra`` holds the opponent pool."""
+    cfg = config
+    env_params = env.default_params() if env_params is None else env_params
+    merged = merge(env)
+    agents = Agents(merged, cfg.ppo.network)
+    n = merged.roles[ROLE].num_agents
+    role_ids = np.zeros(n, np.int32)
+    for i, sl in enumerate(merged.role_slices[ROLE].values()):
+        role_ids[sl] = i
+    num_roles = len(merged.groups[ROLE])
+    evaluate = make_evaluate(
+        agents, merged, env_params, scripted_opponents(env), exact_tree(env, env_params), cfg.eval_envs, cfg.eval_steps
+    )
+    eval_shape = jax.eval_shape(evaluate, agents.init(jax.random.key(0))[ROLE], jax.random.key(0))
+    E = cfg.ppo.num_envs
+
+    def init_extra(params, key):
+        if not cfg.pool_size:
+            return None
+        stacked = jax.tree.map(lambda x: jnp.broadcast_to(x, (cfg.pool_size, *x.shape)), params[ROLE])
+        return Pool(stacked, jnp.ones((), jnp.int32), jnp.ones((), jnp.int32) % cfg.pool_size)
+
+    def opponents(state, key):
+        if not cfg.pool_size:
+            return None
+        k_use, k_idx, k_seat = jax.random.split(key, 3)
+        pool: Pool = state.extra
+        use = jax.random.bernoulli(k_use, cfg.pool_prob, (E,))
+        idx = jax.random.randint(k_idx, (E,), 0, pool.count)
+        seat = jax.random.randint(k_seat, (E,), 0, n)
+        learner = jnp.where(use[:, None], jnp.arange(n)[None, :] == seat[:, None], True)
+        opp = jax.tree.map(lambda x: x[idx], pool.params)
+        return {ROLE: opp}, {ROLE: learner}
+
+    def after_update(state, traj):
+        if cfg.pool_size:
+            pool: Pool = state.extra
+            push = state.update % cfg.pool_every == 0
+            params = jax.tree.map(
+                lambda buf, p: jnp.where(push, buf.at[pool.next].set(p), buf), pool.params, state.params[ROLE]
+            )
+            pool = Pool(
+                params,
+                jnp.where(push, jnp.minimum(pool.count + 1, cfg.pool_size), pool.count),
+                jnp.where(push, (pool.next + 1) % cfg.pool_size, pool.next),
+            )
+            state = state.replace(extra=pool)
+        due = (state.update % cfg.eval_every == 0) | (state.update == cfg.num_updates)
+        k_eval = jax.random.fold_in(state.key, 7)
+        metrics = jax.lax.cond(
+            due,
+            lambda: evaluate(state.params[ROLE], k_eval),
+            lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), eval_shape),
+        )
+        return state, metrics
+
+    train = ppo.make_train(
+        cfg.ppo,
+        merged,
+        env_params=env_params,
+        callback=callback,
+        _hooks={
+            "agents": agents,
+            "role_ids": ({ROLE: jnp.asarray(role_ids)}, num_roles),
+            "init_extra": init_extra,
+            "opponents": opponents,
+            "after_update": after_update,
+            "slot_names": {ROLE: [r for r, sl in merged.role_slices[ROLE].items() for _ in range(sl.stop - sl.start)]},
+        },
+    )
+    train.evaluate = lambda params, key, **_: evaluate(params[ROLE], key)
+    train.merged = merged
+    return train

@@ -1,0 +1,157 @@
+"""The PPO update shared by every learner: clipped surrogate, clipped value loss,
+entropy bonus, over epochs x minibatches as nested ``lax.scan``s.
+
+Samples enter the losses with weight ``active & learner`` (inactive agents of
+turn-based games and opponent-pool seats contribute nothing), so every mean below
+is a weighted mean.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+
+@struct.dataclass
+class HParams:
+    """The hyper-parameters a population may vary: traced scalars, so
+    ``vmap(train)`` over them works (PureJaxRL-style sweeps)."""
+
+    lr: jax.Array
+    ent_coef: jax.Array
+    vf_coef: jax.Array
+    clip_eps: jax.Array
+    gamma: jax.Array
+    gae_lambda: jax.Array
+    max_grad_norm: jax.Array
+
+    @classmethod
+    def from_config(cls, cfg) -> "HParams":
+        f = lambda x: jnp.asarray(x, jnp.float32)
+        return cls(f(cfg.lr), f(cfg.ent_coef), f(cfg.vf_coef), f(cfg.clip_eps), f(cfg.gamma), f(cfg.gae_lambda), f(cfg.max_grad_norm))
+
+
+@struct.dataclass
+class Batch:
+    """One role's training samples (any leading shape; see ``minibatches``)."""
+
+    obs: jax.Array
+    critic_in: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    mask: jax.Array
+    reset: jax.Array
+    advantage: jax.Array
+    target: jax.Array
+    weight: jax.Array
+
+
+def make_optimizer(hp: HParams, lr_scale: jax.Array) -> optax.GradientTransformation:
+    """Adam (eps 1e-5) after global-norm clipping, as PureJaxRL/JaxMARL. Built inside
+    the traced update so ``lr``/``max_grad_norm`` may be traced; the optimiser state
+    does not depend on them."""
+    return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr * lr_scale, eps=1e-5))
+
+
+def _wmean(x, w):
+    return jnp.sum(x * w) / jnp.maximum(jnp.sum(w), 1.0)
+
+
+def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool, normalize: bool):
+    """PPO loss of one role on one minibatch ``[T, E, n, ...]``."""
+    _, out, value = agents.apply(params, role, h0, b.obs, b.critic_in, b.reset)
+    dist = agents.distribution(params, role, out, b.mask)
+    log_prob = dist.log_prob(b.action)
+    entropy = dist.entropy()
+    w = b.weight
+    adv = b.advantage
+    if normalize:
+        mean = _wmean(adv, w)
+        std = jnp.sqrt(_wmean((adv - mean) ** 2, w))
+        adv = (adv - mean) / (std + 1e-8)
+    log_ratio = log_prob - b.log_prob
+    ratio = jnp.exp(log_ratio)
+    pg = -jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps) * adv)
+    pg_loss = _wmean(pg, w)
+    ent = _wmean(entropy, w)
+    if value_loss:
+        v_clip = b.value + jnp.clip(value - b.value, -hp.clip_eps, hp.clip_eps)
+        v_loss = 0.5 * _wmean(jnp.maximum((value - b.target) ** 2, (v_clip - b.target) ** 2), w)
+    else:
+        v_loss = jnp.zeros(())
+    total = pg_loss + hp.vf_coef * v_loss - hp.ent_coef * ent
+    metrics = {
+        "policy_loss": pg_loss,
+        "value_loss": v_loss,
+        "entropy": ent,
+        "approx_kl": _wmean((ratio - 1.0) - log_ratio, w),
+        "clip_frac": _wmean((jnp.abs(ratio - 1.0) > hp.clip_eps).astype(jnp.float32), w),
+    }
+    return total, metrics
+
+
+def minibatches(batch: Batch, h0, key, num_minibatches: int, recurrent: bool):
+    """Shuffle and split ``[T, E, n, ...]`` samples into ``num_minibatches``.
+
+    Feed-forward: all ``T*E*n`` samples are shuffled and each minibatch is shaped
+    ``[1, B/M, 1, ...]`` (time and agent axes of length 1). Recurrent: whole
+    sequences are kept; environments are shuffled and a minibatch is
+    ``[T, E/M, n, ...]`` with its initial memory ``h0[E/M, n, H]``.
+    """
+    if recurrent:
+        e = batch.obs.shape[1]
+        perm = jax.random.permutation(key, e)
+        split = lambda x: jnp.moveaxis(jnp.take(x, perm, axis=1).reshape(x.shape[0], num_minibatches, e // num_minibatches, *x.shape[2:]), 1, 0)
+        hsplit = lambda x: jnp.take(x, perm, axis=0).reshape(num_minibatches, e // num_minibatches, *x.shape[1:])
+        return jax.tree.map(split, batch), jax.tree.map(hsplit, h0)
+    t, e, n = batch.obs.shape[:3]
+    size = t * e * n
+    perm = jax.random.permutation(key, size)
+
+    def split(x):
+        x = x.reshape(size, *x.shape[3:])[perm]
+        return x.reshape(num_minibatches, 1, size // num_minibatches, 1, *x.shape[1:])
+
+    return jax.tree.map(split, batch), None
+
+
+def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HParams, lr_scale, cfg, value_loss: bool):
+    """``cfg.update_epochs`` passes of ``cfg.num_minibatches`` gradient steps over
+    ``{role: Batch}``. Each role has its own Adam state and its own gradient clip
+    (one role's large gradients must not shrink another's steps)."""
+    tx = make_optimizer(hp, lr_scale)
+    recurrent = agents.network.recurrent
+    normalize = cfg.normalize == "minibatch"
+
+    def loss_fn(p, mb, hmb):
+        total, metrics = 0.0, {}
+        for role in agents.roles:
+            h = hmb[role] if recurrent else agents.modules[role].initial_state(mb[role].obs.shape[1:3])
+            loss, m = role_loss(agents, role, p[role], mb[role], hp, h, value_loss, normalize)
+            total = total + loss
+            metrics.update({f"{k}/{role}": v for k, v in m.items()})
+        return total, metrics
+
+    def minibatch_step(carry, mb):
+        p, s = carry
+        mb, hmb = mb
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(p, mb, hmb)
+        new_p, new_s = {}, {}
+        for role in agents.roles:
+            metrics[f"grad_norm/{role}"] = optax.global_norm(grads[role])
+            upd, new_s[role] = tx.update(grads[role], s[role], p[role])
+            new_p[role] = optax.apply_updates(p[role], upd)
+        return (new_p, new_s), metrics
+
+    def epoch(carry, k):
+        ks = jax.random.split(k, len(agents.roles))
+        mbs, hs = {}, {}
+        for kr, role in zip(ks, agents.roles):
+            mbs[role], hs[role] = minibatches(batches[role], h0[role], kr, cfg.num_minibatches, recurrent)
+        return jax.lax.scan(minibatch_step, carry, (mbs, hs if recurrent else None))
+
+    (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, cfg.update_epochs))
+    return params, opt_state, jax.tree.map(jnp.mean, metrics)

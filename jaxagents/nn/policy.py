@@ -1,0 +1,157 @@
+"""Actor-critic networks and action distributions for every action space.
+
+``ActorCritic`` has separate actor and critic streams (PPO's usual choice: the
+value loss does not disturb the policy features), each a torso from
+``jaxagents.nn.torsos``, optionally followed by a GRU. The critic reads its own
+input so the same module is IPPO's decentralised critic (critic input = the
+agent's observation) and MAPPO's centralised one (critic input = the global state
+plus the agent's one-hot id).
+
+Illegal actions are masked in the logits (``MASKED_LOGIT``, finite so that a fully
+masked row -- an inactive agent in a finished game -- still gives finite
+log-probabilities and entropy; those samples are excluded from the losses).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import distrax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxagents.core.spaces import Box, Discrete, MultiDiscrete, Space
+from jaxagents.nn.torsos import CNN, GRU, MLP
+
+MASKED_LOGIT = -1e9
+
+
+def action_dim(space: Space) -> int:
+    """Width of the actor's output layer for ``space``."""
+    if isinstance(space, Discrete):
+        return int(space.n)
+    if isinstance(space, MultiDiscrete):
+        return int(len(space.nvec) * max(space.nvec))
+    if isinstance(space, Box):
+        return int(np.prod(space.shape))
+    raise TypeError(f"no policy head for action space {space!r}")
+
+
+def distribution(space: Space, out: jax.Array, log_std: jax.Array | None = None, mask: jax.Array | None = None):
+    """A distrax distribution over one agent's actions from the actor output.
+
+    Discrete: categorical with illegal logits set to ``MASKED_LOGIT``.
+    MultiDiscrete: independent categoricals, one per component, padded to the
+    largest component (padding masked). Box: diagonal Gaussian with a learned,
+    state-independent ``log_std``; samples are *not* squashed -- environments clip
+    continuous actions to their space and document it.
+    """
+    if isinstance(space, Discrete):
+        if mask is not None:
+            out = jnp.where(mask, out, MASKED_LOGIT)
+        return distrax.Categorical(logits=out)
+    if isinstance(space, MultiDiscrete):
+        nvec = np.asarray(space.nvec)
+        width = int(nvec.max())
+        logits = out.reshape(*out.shape[:-1], len(nvec), width)
+        valid = np.arange(width)[None, :] < nvec[:, None]
+        logits = jnp.where(valid, logits, MASKED_LOGIT)
+        return distrax.Independent(distrax.Categorical(logits=logits), 1)
+    if isinstance(space, Box):
+        mean = out.reshape(*out.shape[:-1], *space.shape)
+        std = jnp.broadcast_to(jnp.exp(log_std).reshape(space.shape), mean.shape)
+        return distrax.Independent(distrax.Normal(mean, std), len(space.shape))
+    raise TypeError(f"no distribution for action space {space!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """Architecture of one actor-critic.
+
+    Attributes:
+        torso: ``"mlp"`` or ``"cnn"`` (grids ``[H, W, C]``).
+        hidden: dense widths (the MLP, or the dense layers after the CNN).
+        activation: ``tanh`` | ``relu`` | ``gelu`` | ``silu``.
+        recurrent: add a GRU after each stream's torso.
+        gru_size: GRU width.
+    """
+
+    torso: str = "mlp"
+    hidden: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    recurrent: bool = False
+    gru_size: int = 128
+    cnn_channels: Sequence[int] = (32, 32, 32)
+
+    def __post_init__(self):
+        if self.torso not in ("mlp", "cnn"):
+            raise ValueError(f"network.torso must be 'mlp' or 'cnn', got {self.torso!r}")
+        if not self.hidden or any(int(h) < 1 for h in self.hidden):
+            raise ValueError(f"network.hidden must be positive widths, got {self.hidden!r}")
+        if int(self.gru_size) < 1:
+            raise ValueError(f"network.gru_size must be >= 1, got {self.gru_size}")
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        object.__setattr__(self, "cnn_channels", tuple(int(h) for h in self.cnn_channels))
+
+
+class _Stream(nn.Module):
+    cfg: NetworkConfig
+    obs_ndim: int
+
+    @nn.compact
+    def __call__(self, h, x, reset):
+        """``x[T, B..., *obs]`` -> ``(h', features[T, B..., F])``."""
+        if self.cfg.torso == "cnn" and self.obs_ndim == 3:
+            y = CNN(self.cfg.cnn_channels, hidden=self.cfg.hidden, act=self.cfg.activation)(x)
+        else:
+            y = MLP(self.cfg.hidden, self.cfg.activation, obs_ndim=self.obs_ndim)(x)
+        if self.cfg.recurrent:
+            batch = y.shape[1:-1]
+            flat = y.reshape(y.shape[0], -1, y.shape[-1])
+            h, flat = GRU(self.cfg.gru_size)(h.reshape(-1, h.shape[-1]), flat, reset.reshape(reset.shape[0], -1))
+            y = flat.reshape(y.shape[0], *batch, -1)
+            h = h.reshape(*batch, -1)
+        return h, y
+
+
+class ActorCritic(nn.Module):
+    """Actor and critic streams over a time axis.
+
+    ``__call__(hidden, actor_in[T, B..., *obs], critic_in[T, B..., *cobs],
+    reset[T, B...]) -> (hidden', actor_out[T, B..., action_dim], value[T, B...])``.
+    ``hidden`` is ``(h_actor, h_critic)`` (``[B..., gru_size]`` each) for recurrent
+    networks and ignored otherwise; ``reset[t]`` clears it before step ``t``. A
+    feed-forward update passes a flat sample batch as ``T = 1``.
+    """
+
+    cfg: NetworkConfig
+    action_space: Any
+    obs_ndim: int = 1
+    critic_obs_ndim: int = 1
+
+    def setup(self):
+        self.actor = _Stream(self.cfg, self.obs_ndim)
+        self.critic = _Stream(self.cfg, self.critic_obs_ndim)
+        self.pi = nn.Dense(action_dim(self.action_space), kernel_init=nn.initializers.orthogonal(0.01), bias_init=nn.initializers.zeros)
+        self.v = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), bias_init=nn.initializers.zeros)
+        if isinstance(self.action_space, Box):
+            self.log_std = self.param("log_std", nn.initializers.zeros, (action_dim(self.action_space),))
+        else:
+            self.log_std = None
+
+    def __call__(self, hidden, actor_in, critic_in, reset):
+        ha, hc = hidden
+        ha, a = self.actor(ha, actor_in, reset)
+        hc, c = self.critic(hc, critic_in, reset)
+        return (ha, hc), self.pi(a), self.v(c)[..., 0]
+
+    def actor_only(self, hidden, actor_in, reset):
+        ha, a = self.actor(hidden[0], actor_in, reset)
+        return ha, self.pi(a)
+
+    def initial_state(self, batch_shape):
+        h = GRU.initial_state(batch_shape, self.cfg.gru_size if self.cfg.recurrent else 1)
+        return (h, h)
