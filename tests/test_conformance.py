@@ -20,7 +20,7 @@ NUM_ENVS = 4
 STEPS = 120  # long enough that every built-in game finishes several episodes
 # Constructor arguments for envs whose default episodes outlast STEPS (the checks of
 # auto-reset need finished episodes); everything else runs with its defaults.
-MAKE_KWARGS = {"overcooked": {"horizon": 50}}
+MAKE_KWARGS = {"overcooked": {"horizon": 50}, "rware": {"horizon": 50}}
 
 
 def _illegal_actions(env, key):
