@@ -15,12 +15,17 @@ import pytest
 
 import jaxagents
 from jaxagents import AutoReset, Discrete, EpisodeStats, VecEnv, random_actions
+from jaxagents.core.spaces import MultiDiscrete
 
 NUM_ENVS = 4
 STEPS = 120  # long enough that every built-in game finishes several episodes
 # Constructor arguments for envs whose default episodes outlast STEPS (the checks of
 # auto-reset need finished episodes); everything else runs with its defaults.
-MAKE_KWARGS = {"overcooked": {"horizon": 50}, "rware": {"horizon": 50}}
+MAKE_KWARGS = {
+    "overcooked": {"horizon": 50},
+    "rware": {"horizon": 50},
+    "market": {"num_citizens": 16, "horizon": 50, "tax_period": 10},
+}
 
 
 def _illegal_actions(env, key):
@@ -30,6 +35,9 @@ def _illegal_actions(env, key):
         space = role.action_space
         if isinstance(space, Discrete):
             out[name] = jax.random.randint(k, (role.num_agents,), -2, space.n + 2, dtype=space.dtype)
+        elif isinstance(space, MultiDiscrete):
+            hi = jnp.asarray(space.nvec, space.dtype) + 2
+            out[name] = jax.random.randint(k, (role.num_agents,) + space.shape, -2, hi, dtype=space.dtype)
         else:
             out[name] = space.sample(k, (role.num_agents,)) * 3.0
     return out

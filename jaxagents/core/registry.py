@@ -110,6 +110,8 @@ def _register_builtin() -> None:
     register("overcooked", f"{g}.overcooked:Overcooked", description="Overcooked (Carroll et al. 2019), five classic layouts or ASCII")
     register("hanabi", f"{g}.hanabi:Hanabi", description="Hanabi (HLE rules, canonical observation), 2-5 players")
     register("negotiation", f"{g}.negotiation:Negotiation", description="SPIRAL simple negotiation, discrete offers")
+    e = "environments.economy"
+    register("market", f"{e}.market:Market", description="Gather-craft-trade market (AI Economist GTB, flattened like EconoJax): unit-order double auction per resource, periodic bracket tax")
     r = "environments.robots"
     register("lbf", f"{r}.grid_lbf:LevelBasedForaging", description="Level-based foraging on a grid (lbforaging 2.0.0 rules; default Foraging-8x8-2p-2f-v3)")
     register("rware", f"{r}.grid_rware:RobotWarehouse", description="Robotic warehouse on a grid (rware 2.0.0 rules; default rware-tiny-2ag-v2)")

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxagents.core.spaces import Box, Discrete, MultiDiscrete, Space
+from jaxagents.nn.init import orthogonal
 from jaxagents.nn.torsos import CNN, GRU, MLP
 
 MASKED_LOGIT = -1e9
@@ -135,8 +136,8 @@ class ActorCritic(nn.Module):
     def setup(self):
         self.actor = _Stream(self.cfg, self.obs_ndim)
         self.critic = _Stream(self.cfg, self.critic_obs_ndim)
-        self.pi = nn.Dense(action_dim(self.action_space), kernel_init=nn.initializers.orthogonal(0.01), bias_init=nn.initializers.zeros)
-        self.v = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), bias_init=nn.initializers.zeros)
+        self.pi = nn.Dense(action_dim(self.action_space), kernel_init=orthogonal(0.01), bias_init=nn.initializers.zeros)
+        self.v = nn.Dense(1, kernel_init=orthogonal(1.0), bias_init=nn.initializers.zeros)
         if isinstance(self.action_space, Box):
             self.log_std = self.param("log_std", nn.initializers.zeros, (action_dim(self.action_space),))
         else:

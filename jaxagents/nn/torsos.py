@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxagents.nn.init import orthogonal
+
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "silu": nn.silu}
 
 
@@ -24,7 +26,7 @@ def activation(name: str):
 
 
 def _ortho(scale: float = np.sqrt(2)):
-    return nn.initializers.orthogonal(scale)
+    return orthogonal(scale)
 
 
 class MLP(nn.Module):
@@ -74,7 +76,7 @@ class GRU(nn.Module):
 
     @nn.compact
     def __call__(self, h, x, reset):
-        cell = nn.GRUCell(self.size, parent=None)
+        cell = nn.GRUCell(self.size, recurrent_kernel_init=orthogonal(1.0), parent=None)
         params = self.param("cell", lambda k: cell.init(k, h, x[0])["params"])
 
         def step(carry, inp):
