@@ -1,5 +1,6 @@
-"""The ``jaxagents`` command: ``list`` and ``bench`` (``train``/``eval`` arrive with the
-learners). Errors print one line to stderr and exit with status 2."""
+"""The ``jaxagents`` command: ``list``, ``bench``, ``train`` and ``eval``
+(the last two in ``jaxagents.cli_train``). Errors print one line to stderr and exit
+with status 2."""
 
 from __future__ import annotations
 
@@ -75,12 +76,18 @@ def cmd_bench(args) -> int:
         raise CLIError("give either an ENV_ID or --all, not both")
     if args.compare_jaxmarl and args.all:
         raise CLIError("--compare-jaxmarl compares one ENV_ID, not --all")
+    if args.compare_pgx and args.all:
+        raise CLIError("--compare-pgx compares one ENV_ID, not --all")
+    if args.compare_pgx and args.compare_jaxmarl:
+        raise CLIError("give either --compare-jaxmarl or --compare-pgx, not both")
+    if args.jaxmarl_kwarg and not args.compare_jaxmarl:
+        raise CLIError("--jaxmarl-kwarg only applies with --compare-jaxmarl (a jaxmarl:ID env takes --env-kwarg)")
     command = "jaxagents " + " ".join(shlex.quote(a) for a in args.argv)
     env_kwargs = _parse_kwargs(args.env_kwarg)
     jaxmarl_kwargs = _parse_kwargs(args.jaxmarl_kwarg)
     ids = registry.list_envs() if args.all else [args.env_id]
     for env_id in ids:
-        if not env_id.startswith(bench.JAXMARL_PREFIX):
+        if not env_id.startswith((bench.JAXMARL_PREFIX, bench.PGX_PREFIX)):
             registry.spec(env_id)  # unknown ids fail before anything compiles
 
     def progress(row):
@@ -88,14 +95,17 @@ def cmd_bench(args) -> int:
               f"{row.best_env_steps_per_s:,.0f} env-steps/s (compile {row.compile_s:.1f}s)", file=sys.stderr)
 
     common = dict(num_envs=args.num_envs, steps=args.steps, repeats=args.repeats, mode=args.mode, progress=progress)
-    if args.compare_jaxmarl:
-        result = bench.compare(args.env_id, args.compare_jaxmarl, env_kwargs=env_kwargs,
-                               jaxmarl_kwargs=jaxmarl_kwargs, **common)
+    if args.compare_jaxmarl or args.compare_pgx:
+        if args.compare_jaxmarl:
+            result = bench.compare(args.env_id, args.compare_jaxmarl, env_kwargs=env_kwargs,
+                                   jaxmarl_kwargs=jaxmarl_kwargs, **common)
+        else:
+            result = bench.compare_pgx(args.env_id, args.compare_pgx, env_kwargs=env_kwargs, **common)
         result.ours.command = command
         merged = result.merged()
         merged.command = command
         print(merged.table())
-        print("\nratio jaxagents / JaxMARL (> 1: jaxagents faster)")
+        print("\n" + result.ratio_title())
         print(result.ratio_table())
     else:
         results = [bench.benchmark(i, env_kwargs=env_kwargs if not args.all else None, **common) for i in ids]
@@ -127,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
         "reported separately; one warm-up; best and median of the timed runs.",
     )
     sb.add_argument("env_id", nargs="?",
-                    help="a registered id (see `jaxagents list`), or jaxmarl:ID for a JaxMARL env through from_jaxmarl")
+                    help="a registered id (see `jaxagents list`), jaxmarl:ID for a JaxMARL env through from_jaxmarl, "
+                    "or pgx:ID for a pgx env with its own step and pgx.experimental.auto_reset")
     sb.add_argument("--all", action="store_true", help="benchmark every registered environment")
     sb.add_argument("--num-envs", type=int, nargs="+", default=None, metavar="N",
                     help="batch sizes (default 1 64 1024 4096; with --all 1 64 1024)")
@@ -138,11 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--json", metavar="FILE", help="write the results as JSON")
     sb.add_argument("--plot", metavar="FILE", help="write env-steps/s vs num_envs as an image")
     sb.add_argument("--compare-jaxmarl", metavar="JAXMARL_ID", help="also measure this JaxMARL env, same protocol")
+    sb.add_argument("--compare-pgx", metavar="PGX_ID",
+                    help="also measure this pgx env (e.g. leduc_holdem), same protocol")
     sb.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE", help="constructor argument (repeatable)")
     sb.add_argument("--jaxmarl-kwarg", action="append", metavar="KEY=VALUE",
                     help="jaxmarl.make argument, e.g. layout=cramped_room (repeatable)")
     sb.set_defaults(func=cmd_bench)
-    # `train` and `eval` subcommands are added here by the learners (see DESIGN.md).
+    from jaxagents.cli_train import add_commands
+
+    add_commands(sub)  # train, eval
     return p
 
 

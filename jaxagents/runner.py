@@ -144,7 +144,12 @@ def make_env(spec: dict):
 
         from jaxagents.compat import from_jaxmarl
 
-        env = from_jaxmarl(jaxmarl.make(env_id.split(":", 1)[1], **kwargs))
+        name = env_id.split(":", 1)[1]
+        if isinstance(kwargs.get("scenario"), str):  # SMAX maps by name, e.g. "3m"
+            from jaxmarl.environments.smax import map_name_to_scenario
+
+            kwargs["scenario"] = map_name_to_scenario(kwargs["scenario"])
+        env = from_jaxmarl(jaxmarl.make(name, **kwargs))
     else:
         import jaxagents
 
