@@ -73,13 +73,15 @@ def board_index(board: jax.Array) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=1)
-def _q_table() -> jax.Array:
-    return jnp.asarray(solve()[1])
+def _q_table() -> np.ndarray:
+    # cache the host table, not a jax array: one created while tracing would be a
+    # tracer and leak out of that trace
+    return solve()[1]
 
 
 def minimax_q(board: jax.Array) -> jax.Array:
     """``f32[..., 9]`` exact move values for the player to move (-inf = illegal)."""
-    return _q_table()[board_index(board)]
+    return jnp.asarray(_q_table())[board_index(board)]
 
 
 def minimax_action(board: jax.Array, key: jax.Array) -> jax.Array:
