@@ -111,6 +111,7 @@ def _register_builtin() -> None:
     register("hanabi", f"{g}.hanabi:Hanabi", description="Hanabi (HLE rules, canonical observation), 2-5 players")
     register("negotiation", f"{g}.negotiation:Negotiation", description="SPIRAL simple negotiation, discrete offers")
     e = "environments.economy"
+    register("macro", f"{e}.macro:MacroEconomy", description="Macro economy (EconGym roles): households, firms, bank, government, central bank; stock-flow consistent")
     register("market", f"{e}.market:Market", description="Gather-craft-trade market (AI Economist GTB, flattened like EconoJax): unit-order double auction per resource, periodic bracket tax")
     r = "environments.robots"
     register("lbf", f"{r}.grid_lbf:LevelBasedForaging", description="Level-based foraging on a grid (lbforaging 2.0.0 rules; default Foraging-8x8-2p-2f-v3)")
