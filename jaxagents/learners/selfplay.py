@@ -210,7 +210,7 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
     evaluate = make_evaluate(
         agents, merged, env_params, scripted_opponents(env), exact_tree(env, env_params), cfg.eval_envs, cfg.eval_steps
     )
-    eval_shape = jax.eval_shape(evaluate, agents.init(jax.random.key(0))[ROLE], jax.random.key(0))
+    eval_shape = jax.eval_shape(lambda k: evaluate(agents.init(k)[ROLE], k), jax.random.key(0))
     E = cfg.ppo.num_envs
 
     def init_extra(params, key):
