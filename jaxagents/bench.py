@@ -20,8 +20,15 @@ Three lines from Python::
     result = benchmark("prisoners_dilemma", num_envs=(1, 64, 1024, 4096), steps=1000)
     print(result.table())
 
-``benchmark_jaxmarl`` measures a JaxMARL environment with the same protocol and
-``compare`` runs both back to back in one process (the only valid comparison).
+``benchmark_jaxmarl`` / ``benchmark_pgx`` measure a JaxMARL / pgx environment with the
+same protocol, and ``compare`` / ``compare_pgx`` run ours and theirs back to back in one
+process (the only valid comparison).
+
+Counting is the same for every library: one env-step is one call of the batched step for
+one environment (auto-reset included), so env-steps/s = ``num_envs * steps / seconds``;
+agent-steps/s multiplies by the agents *per environment* (``env.num_agents``, JaxMARL's
+``num_agents``, pgx's ``num_players``). In turn-based games (Kuhn, Leduc, tic-tac-toe,
+Hanabi) one agent acts per env-step, so acting agent-steps/s equal env-steps/s.
 """
 
 from __future__ import annotations
@@ -76,7 +83,7 @@ class BenchRow:
     episode that keeps stepping after its end may be counted on every later step).
     """
 
-    library: str  # "jaxagents" or "jaxmarl"
+    library: str  # "jaxagents", "jaxmarl" or "pgx"
     env: str
     mode: str
     num_agents: int
@@ -178,6 +185,8 @@ class BenchResult:
         ]
         if m.get("jaxmarl"):
             lines.append(f"jaxmarl {m['jaxmarl']}")
+        if m.get("pgx"):
+            lines.append(f"pgx {m['pgx']}")
         if self.command:
             lines.append(f"command: {self.command}")
         if any(r.repeats < 3 for r in self.rows):
@@ -259,16 +268,26 @@ class BenchResult:
         fig.savefig(path)
 
 
+_LIBRARY_NAMES = {"jaxmarl": "JaxMARL", "pgx": "pgx"}
+
+
 @dataclasses.dataclass
 class CompareResult:
-    """jaxagents and JaxMARL measured back to back in one process.
+    """jaxagents and another library (JaxMARL or pgx) measured back to back in one
+    process.
 
-    ``ratios()`` divides our rate by JaxMARL's for each (mode, num_envs): > 1 means
+    ``ratios()`` divides our rate by theirs for each (mode, num_envs): > 1 means
     jaxagents is faster.
     """
 
     ours: BenchResult
     theirs: BenchResult
+
+    @property
+    def library(self) -> str:
+        """The other library's display name (``"JaxMARL"``, ``"pgx"``)."""
+        lib = self.theirs.rows[0].library if self.theirs.rows else "jaxmarl"
+        return _LIBRARY_NAMES.get(lib, lib)
 
     def ratios(self) -> list[dict]:
         theirs = {r.num_envs: r for r in self.theirs.rows}
@@ -278,7 +297,7 @@ class CompareResult:
             if t is None:
                 continue
             out.append(dict(
-                env=r.env, jaxmarl_env=t.env, mode=r.mode, num_envs=r.num_envs,
+                env=r.env, theirs_library=t.library, theirs_env=t.env, mode=r.mode, num_envs=r.num_envs,
                 best_env_ratio=r.best_env_steps_per_s / t.best_env_steps_per_s,
                 median_env_ratio=r.median_env_steps_per_s / t.median_env_steps_per_s,
                 best_agent_ratio=r.best_agent_steps_per_s / t.best_agent_steps_per_s,
@@ -286,11 +305,14 @@ class CompareResult:
             ))
         return out
 
+    def ratio_title(self) -> str:
+        return f"ratio jaxagents / {self.library} (> 1: jaxagents faster)"
+
     def ratio_table(self) -> str:
-        rows = [[o["env"], o["mode"], o["jaxmarl_env"], str(o["num_envs"]),
+        rows = [[o["env"], o["mode"], o["theirs_env"], str(o["num_envs"]),
                  f"{o['best_env_ratio']:.2f}", f"{o['median_env_ratio']:.2f}",
                  f"{o['best_agent_ratio']:.2f}", f"{o['median_agent_ratio']:.2f}"] for o in self.ratios()]
-        headers = ["ours", "mode", "jaxmarl", "num_envs", "env-steps ratio (best)", "(median)",
+        headers = ["ours", "mode", self.library, "num_envs", "env-steps ratio (best)", "(median)",
                    "agent-steps ratio (best)", "(median)"]
         return _render(headers, rows, [False, False, False] + [True] * 5)
 
@@ -298,7 +320,7 @@ class CompareResult:
         return BenchResult.merge([self.ours, self.theirs])
 
     def table(self) -> str:
-        return self.merged().table() + "\n\nratio jaxagents / JaxMARL (> 1: jaxagents faster)\n" + self.ratio_table()
+        return self.merged().table() + "\n\n" + self.ratio_title() + "\n" + self.ratio_table()
 
     def to_dict(self) -> dict:
         return {**self.merged().to_dict(), "ratios": self.ratios()}
@@ -472,6 +494,7 @@ def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.
 
 
 JAXMARL_PREFIX = "jaxmarl:"
+PGX_PREFIX = "pgx:"
 
 
 def _resolve_env(env_or_id, env_kwargs) -> tuple[Env, str]:
@@ -508,8 +531,9 @@ def benchmark(
     """Measure the throughput of a jaxagents environment with the protocol above.
 
     Args:
-        env_or_id: an ``Env`` instance (yours, wrappers included), a registered id, or
-            ``"jaxmarl:ID"`` for JaxMARL's ``ID`` through ``from_jaxmarl``.
+        env_or_id: an ``Env`` instance (yours, wrappers included), a registered id,
+            ``"jaxmarl:ID"`` for JaxMARL's ``ID`` through ``from_jaxmarl``, or ``"pgx:ID"``
+            for pgx's ``ID`` with its own step (``benchmark_pgx``; mode ``"vec"`` only).
         num_envs: batch sizes to measure (positive ints), each compiled separately.
         steps: ``T``, scan length per timed run (>= 1); ``num_envs * T`` env-steps a run.
         repeats: timed runs after the warm-up (>= 1; the protocol asks for >= 3).
@@ -528,6 +552,11 @@ def benchmark(
     steps = _check_count("steps", steps)
     repeats = _check_count("repeats", repeats)
     modes = _check_modes(mode)
+    if isinstance(env_or_id, str) and env_or_id.startswith(PGX_PREFIX):
+        if modes != ("vec",) or params is not None or env_kwargs:
+            raise ValueError(f"{env_or_id}: pgx's own step and auto-reset are measured (benchmark_pgx); "
+                             "mode, params and env_kwargs do not apply")
+        return benchmark_pgx(env_or_id, sizes, steps, repeats, seed=seed, progress=progress)
     env, label = _resolve_env(env_or_id, env_kwargs)
     # Traced params cannot raise inside the compiled program, so check them here.
     params = env.validate_params(params)
@@ -733,6 +762,25 @@ def benchmark_jaxmarl(
     return BenchResult(rows=rows, machine=machine)
 
 
+def _compare(measure_theirs: Callable[[int], BenchResult], env_or_id, num_envs, steps, repeats, mode,
+             params, env_kwargs, seed, progress) -> CompareResult:
+    """Ours then theirs at each size, in this process; ``measure_theirs(n)`` measures
+    the other library at one size."""
+    sizes = _check_num_envs(num_envs)
+    ours, theirs = [], []
+    for n in sizes:
+        ours.append(benchmark(env_or_id, (n,), steps, repeats, mode, params=params, env_kwargs=env_kwargs,
+                              seed=seed, progress=progress))
+        theirs.append(measure_theirs(n))
+    ours_r, theirs_r = BenchResult.merge(ours), BenchResult.merge(theirs)
+    # Modes outermost, like benchmark(): a stable sort on the mode alone keeps the
+    # num_envs order the caller gave.
+    order = {m: i for i, m in enumerate(_check_modes(mode))}
+    ours_r.rows.sort(key=lambda r: order[r.mode])
+    ours_r.machine = theirs_r.machine  # has the other library's version too
+    return CompareResult(ours=ours_r, theirs=theirs_r)
+
+
 def compare(
     env_or_id: Env | str,
     jaxmarl_id: str,
@@ -754,27 +802,170 @@ def compare(
     Returns:
         ``CompareResult``; ``.ratios()`` / ``.ratio_table()`` give ours / JaxMARL's.
     """
-    sizes = _check_num_envs(num_envs)
+    _check_num_envs(num_envs)
     _check_count("steps", steps)
     _check_count("repeats", repeats)
     _check_modes(mode)
     _import_jaxmarl()  # fail before measuring anything
-    ours, theirs = [], []
+
+    def theirs(n):
+        return benchmark_jaxmarl(jaxmarl_id, (n,), steps, repeats, seed=seed, progress=progress,
+                                 **(jaxmarl_kwargs or {}))
+
+    return _compare(theirs, env_or_id, num_envs, steps, repeats, mode, params, env_kwargs, seed, progress)
+
+
+# --------------------------------------------------------------------------- pgx
+def _import_pgx():
+    try:
+        return importlib.import_module("pgx")
+    except ImportError as e:
+        raise ImportError(f"pgx benchmarks need the optional 'pgx' package: pip install pgx ({e})") from e
+
+
+def _make_pgx(pgx_id: str):
+    pgx = _import_pgx()
+    if pgx_id.startswith(PGX_PREFIX):
+        pgx_id = pgx_id[len(PGX_PREFIX):]
+    available = pgx.available_envs()
+    if pgx_id not in available:
+        import difflib
+
+        close = difflib.get_close_matches(pgx_id, available, n=3, cutoff=0.4)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown pgx environment id {pgx_id!r}.{hint} Available: {', '.join(available)}")
+    return pgx.make(pgx_id), pgx_id
+
+
+def _pgx_parts(env, num_envs: int):
+    """``(sample, step)`` of the pgx program (see ``_scan_rollout``) for a batch of
+    ``num_envs`` pgx states.
+
+    pgx has no auto-reset in ``env.step``; ``pgx.experimental.auto_reset`` is the wrapper
+    pgx's own examples train with (two ``lax.cond``, which become selects under vmap: a
+    reset is computed every step, JaxMARL's cost model). Its step key is
+    ``split(key)[0]`` and its reset key ``split(key)[1]``, as ours.
+
+    Actions are drawn exactly as on our side: our ``random_actions`` on a shim with one
+    single-agent role per player whose mask is ``state.legal_action_mask`` (one uniform
+    per player picks the k-th legal action), and the current player's draw is taken
+    (our turn-based games also draw for every role and use the active one's).
+    """
+    from pgx.experimental import auto_reset
+
+    n_players, n_actions = int(env.num_players), int(env.num_actions)
+    names = [f"player_{i}" for i in range(n_players)]
+    shim = SimpleNamespace(roles={a: Role(1, ja_spaces.Box(0.0, 1.0, (1,)), ja_spaces.Discrete(n_actions))
+                                  for a in names})
+
+    def sample_one(k, s):
+        masks = {a: s.legal_action_mask[None] for a in names}
+        acts = random_actions(shim, k, SimpleNamespace(action_mask=masks))
+        return jnp.stack([acts[a][0] for a in names])[jnp.clip(s.current_player, 0, n_players - 1)]
+
+    sample_batch = jax.vmap(sample_one)
+    vstep = jax.vmap(auto_reset(env.step, env.init))
+
+    def sample(k, state, aux):
+        return sample_batch(jax.random.split(k, num_envs), state)
+
+    def step(k, state, aux, actions, params):
+        state = vstep(state, actions, jax.random.split(k, num_envs))
+        # auto_reset keeps the finished episode's rewards and flags on the new state
+        done = state.terminated | state.truncated
+        return state, aux, jnp.sum(state.rewards, dtype=jnp.float32), jnp.sum(done, dtype=jnp.int32)
+
+    return sample, step
+
+
+def _pgx_program(env, num_envs: int, steps: int, key: jax.Array):
+    """``(run, args)`` for pgx's ``jax.vmap(auto_reset(env.step, env.init))`` with random
+    legal actions (``_pgx_parts``); args = (key, state, None, None)."""
+    k_reset, k_run = jax.random.split(key)
+    state = jax.jit(jax.vmap(env.init))(jax.random.split(k_reset, num_envs))
+    sample, step = _pgx_parts(env, num_envs)
+    return _scan_rollout(sample, step, steps), (k_run, state, None, None)
+
+
+def benchmark_pgx(
+    pgx_id: str,
+    num_envs: int | Sequence[int] = DEFAULT_NUM_ENVS,
+    steps: int = 1000,
+    repeats: int = 3,
+    *,
+    seed: int = 0,
+    progress: Callable[[BenchRow], None] | None = None,
+) -> BenchResult:
+    """Measure a pgx environment with the same protocol, in this process.
+
+    The timed program is ``jit`` of ``lax.scan`` over ``steps`` of
+    ``jax.vmap(pgx.experimental.auto_reset(env.step, env.init))`` (pgx's recommended
+    auto-reset: it computes a reset every step under vmap) with random legal actions
+    drawn like ours (see ``_pgx_program``). pgx's observation is part of its state, so
+    it is computed every step, as ours is. Rows have ``library="pgx"``,
+    ``mode="pgx"`` and ``num_agents = env.num_players``.
+
+    Args:
+        pgx_id: a ``pgx.make`` id (``"kuhn_poker"``, ``"leduc_holdem"``,
+            ``"tic_tac_toe"``, ...), with or without the ``"pgx:"`` prefix.
+        num_envs, steps, repeats, seed, progress: as in ``benchmark``.
+
+    Raises:
+        ImportError: pgx is not installed (``pip install pgx``).
+        ValueError: unknown id (with close matches) or bad sizes.
+    """
+    sizes = _check_num_envs(num_envs)
+    steps = _check_count("steps", steps)
+    repeats = _check_count("repeats", repeats)
+    env, label = _make_pgx(pgx_id)
+    key = jax.random.key(seed)
+    rows = []
     for n in sizes:
-        ours.append(benchmark(env_or_id, (n,), steps, repeats, mode, params=params, env_kwargs=env_kwargs,
-                              seed=seed, progress=progress))
-        theirs.append(benchmark_jaxmarl(jaxmarl_id, (n,), steps, repeats, seed=seed, progress=progress,
-                                        **(jaxmarl_kwargs or {})))
-    ours_r, theirs_r = BenchResult.merge(ours), BenchResult.merge(theirs)
-    # Modes outermost, like benchmark(): a stable sort on the mode alone keeps the
-    # num_envs order the caller gave.
-    order = {m: i for i, m in enumerate(_check_modes(mode))}
-    ours_r.rows.sort(key=lambda r: order[r.mode])
-    ours_r.machine = theirs_r.machine  # has the jaxmarl version too
-    return CompareResult(ours=ours_r, theirs=theirs_r)
+        run, args = _pgx_program(env, n, steps, key)
+        compile_s, times, episodes = _measure(run, args, repeats)
+        row = BenchRow.from_times(library="pgx", env=label, mode="pgx", num_agents=int(env.num_players),
+                                  num_envs=n, steps=steps, compile_s=compile_s, times_s=times, episodes=episodes)
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+    machine = machine_info()
+    machine["pgx"] = _version("pgx")
+    return BenchResult(rows=rows, machine=machine)
+
+
+def compare_pgx(
+    env_or_id: Env | str,
+    pgx_id: str,
+    num_envs: int | Sequence[int] = DEFAULT_NUM_ENVS,
+    steps: int = 1000,
+    repeats: int = 3,
+    mode: str | Sequence[str] = "vec",
+    *,
+    params: Any = None,
+    env_kwargs: dict | None = None,
+    seed: int = 0,
+    progress: Callable[[BenchRow], None] | None = None,
+) -> CompareResult:
+    """Ours against pgx's, back to back in this process for each ``num_envs`` (ours
+    first). Arguments as in ``benchmark`` / ``benchmark_pgx``; e.g.
+    ``compare_pgx("leduc_poker", "leduc_holdem")``.
+
+    Returns:
+        ``CompareResult``; ``.ratios()`` / ``.ratio_table()`` give ours / pgx's.
+    """
+    _check_num_envs(num_envs)
+    _check_count("steps", steps)
+    _check_count("repeats", repeats)
+    _check_modes(mode)
+    _make_pgx(pgx_id)  # fail (missing pgx, unknown id) before measuring anything
+
+    def theirs(n):
+        return benchmark_pgx(pgx_id, (n,), steps, repeats, seed=seed, progress=progress)
+
+    return _compare(theirs, env_or_id, num_envs, steps, repeats, mode, params, env_kwargs, seed, progress)
 
 
 __all__ = [
     "MODES", "DEFAULT_NUM_ENVS", "BenchRow", "BenchResult", "CompareResult",
-    "benchmark", "benchmark_jaxmarl", "compare", "machine_info",
+    "benchmark", "benchmark_jaxmarl", "benchmark_pgx", "compare", "compare_pgx", "machine_info",
 ]

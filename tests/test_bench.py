@@ -47,3 +47,47 @@ def test_cli_usage_errors_are_one_line(capsys, argv, match):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert match in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- pgx
+def test_pgx_sampler_draws_legal_actions_and_auto_resets():
+    pgx = pytest.importorskip("pgx")
+    import jax
+    import jax.numpy as jnp
+
+    env, n = pgx.make("tic_tac_toe"), 16
+    sample, step = bench._pgx_parts(env, n)
+
+    @jax.jit
+    def rollout(key):
+        state = jax.vmap(env.init)(jax.random.split(key, n))
+
+        def body(state, k):
+            k_act, k_step = jax.random.split(k)
+            a = sample(k_act, state, None)
+            legal = state.legal_action_mask[jnp.arange(n), a]
+            state, _, _, done = step(k_step, state, None, a, None)
+            return state, (legal, done, state.terminated)
+
+        return jax.lax.scan(body, state, jax.random.split(key, 12))[1]
+
+    legal, done, terminated = rollout(jax.random.key(0))
+    assert legal.all()  # masks respected: an illegal move would end the game at once
+    # games last 5-9 moves: every env finished one within 12 steps, none finished at step 1-4
+    assert done.sum() >= n and done[:4].sum() == 0 and terminated.sum() == done.sum()
+
+
+def test_benchmark_pgx_prefix_and_errors():
+    pytest.importorskip("pgx")
+    with pytest.raises(ValueError, match="Did you mean: leduc_holdem"):
+        bench.benchmark_pgx("leduc_holdme", num_envs=1, steps=1, repeats=1)
+    with pytest.raises(ValueError, match="mode, params and env_kwargs do not apply"):
+        bench.benchmark("pgx:kuhn_poker", num_envs=1, steps=1, repeats=1, mode="all")
+    with pytest.raises(ValueError, match="unknown pgx environment id 'tictactoe'"):
+        bench.compare_pgx("tic_tac_toe", "tictactoe", num_envs=1, steps=1, repeats=1)
+    res = bench.benchmark("pgx:kuhn_poker", num_envs=(2,), steps=6, repeats=1)
+    (row,) = res.rows
+    assert (row.library, row.env, row.mode, row.num_agents, row.num_envs) == ("pgx", "kuhn_poker", "pgx", 2, 2)
+    # a Kuhn hand lasts 2 or 3 moves: each env finishes 2 or 3 hands in 6 steps
+    assert 4 <= row.episodes <= 6
+    assert res.machine["pgx"] and "pgx " in res.table()

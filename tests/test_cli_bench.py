@@ -72,6 +72,9 @@ def test_cli_bench_writes_files(capsys, tmp_path):
         (["bench", "stag_hunt", "--num-envs", "0"], "num_envs"),
         (["bench", "stag_hunt", "--env-kwarg", "horizn=3", "--num-envs", "1"], "unknown keyword argument 'horizn'"),
         (["bench", "stag_hunt", "--env-kwarg", "horizon"], "key=value"),
+        (["bench", "--all", "--compare-pgx", "kuhn_poker"], "--compare-pgx compares one ENV_ID"),
+        (["bench", "kuhn_poker", "--compare-pgx", "kuhn_poker", "--compare-jaxmarl", "hanabi"], "not both"),
+        (["bench", "overcooked", "--jaxmarl-kwarg", "layout=cramped_room"], "only applies with --compare-jaxmarl"),
     ],
 )
 def test_cli_errors_exit_2_with_one_line(capsys, argv, match):
@@ -97,3 +100,18 @@ def test_cli_bench_jaxmarl_adapter(capsys):
     pytest.importorskip("jaxmarl")
     assert main(["bench", "jaxmarl:MPE_simple_spread_v3", "--num-envs", "2", "--steps", "3", "--repeats", "1"]) == 0
     assert "jaxmarl:MPE_simple_spread_v3" in capsys.readouterr().out
+
+
+def test_cli_bench_compare_pgx(capsys, tmp_path):
+    pytest.importorskip("pgx")
+    out_json = tmp_path / "c.json"
+    argv = ["bench", "kuhn_poker", "--compare-pgx", "kuhn_poker", "--num-envs", "2", "--steps", "4",
+            "--repeats", "1", "--json", str(out_json)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ratio jaxagents / pgx" in out and "pgx 2." in out
+    data = json.loads(out_json.read_text())
+    assert [(r["library"], r["num_envs"]) for r in data["rows"]] == [("jaxagents", 2), ("pgx", 2)]
+    (ratio,) = data["ratios"]
+    assert ratio["theirs_library"] == "pgx" and ratio["theirs_env"] == "kuhn_poker" and ratio["best_env_ratio"] > 0
+    assert all(r["episodes"] >= 2 for r in data["rows"])  # both sides finished and reset hands

@@ -1,3 +1,4 @@
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -138,3 +139,37 @@ def test_random_actions_are_uniform_over_legal_actions():
     assert first[[1, 3, 4, 5, 6, 7]].sum() == 0
     np.testing.assert_allclose(first[[0, 2, 8]] / 27000, 1 / 3, atol=0.015)
     np.testing.assert_allclose(np.bincount(np.asarray(acts["second"][:, 0]), minlength=9) / 27000, 1 / 9, atol=0.01)
+
+
+@pytest.mark.parametrize("key_kind", ["raw", "not_partitionable"])
+def test_vecenv_keys_equal_vmapped_autoreset(key_kind):
+    """VecEnv derives only the keys it uses (fold_in where that equals split); the
+    result must stay vmap(AutoReset) for raw uint32 keys and JAX's other split mode
+    too (typed keys in the default mode: tests/test_conformance.py)."""
+    kuhn = jaxagents.make("kuhn_poker")  # random deals on reset; hands end after 2-3 moves
+    n, steps = 4, 7
+    vec, auto = VecEnv(kuhn, n, reset_budget=1), AutoReset(kuhn)
+    acts = jax.random.randint(jax.random.key(7), (steps, n, 1), 0, 2)
+
+    def run(key):
+        s_v, ts_v0 = vec.reset(key)
+        s_a, ts_a0 = jax.vmap(auto.reset)(jax.random.split(key, n))
+
+        def body(carry, xs):
+            s_v, s_a = carry
+            k, a = xs
+            a = {"player_0": a, "player_1": a}
+            s_v, ts_v = vec.step(k, s_v, a)
+            s_a, ts_a = jax.vmap(auto.step)(jax.random.split(k, n), s_a, a)
+            return (s_v, s_a), (ts_v, ts_a)
+
+        return (ts_v0, ts_a0), jax.lax.scan(body, (s_v, s_a), (jax.random.split(key, steps), acts))[1]
+
+    key = jax.random.PRNGKey(3)
+    if key_kind == "not_partitionable":
+        with jax.threefry_partitionable(False):
+            (first_v, first_a), (ts_v, ts_a) = jax.jit(run)(key)
+    else:
+        (first_v, first_a), (ts_v, ts_a) = jax.jit(run)(key)
+    assert int(ts_v.done.sum()) >= n * 2  # partial (1 per step) and whole-batch resets both ran
+    chex.assert_trees_all_equal((first_v, ts_v), (first_a, ts_a))

@@ -8,13 +8,16 @@ Two forms:
   step (this is what JaxMARL's built-in auto-reset costs). Use it for single
   environments and inside code that is not vmapped over environments.
 * ``VecEnv(env, num_envs)`` — the batch of environments, owned explicitly. After a
-  vmapped ``step`` it counts the finished episodes and switches (a real branch, the
-  predicate is a scalar) between: nothing to do; reset only the finished ones by
-  gathering up to ``reset_budget`` of their indices, resetting that many and
-  scattering them back; or, when more than ``reset_budget`` finished at once (fixed
-  horizons end together), reset the whole batch and select. The reset cost per step
-  is therefore proportional to the number of episodes that ended, not to
-  ``num_envs``.
+  vmapped ``step`` it counts the finished episodes and branches on that scalar: if
+  none ended, nothing more happens (a ``while_loop`` that runs its body zero times
+  and leaves the batch in place; a ``cond`` with a do-nothing branch would copy the
+  whole batched state and observations every step); otherwise it resets only the
+  finished ones by gathering up to ``reset_budget`` of their indices, resetting that
+  many and scattering them back, or, when more than ``reset_budget`` finished at once
+  (fixed horizons end together), resets the whole batch and selects. The reset cost
+  per step is therefore proportional to the number of episodes that ended, not to
+  ``num_envs``, and the reset keys are derived only for the envs that reset.
+  ``VecEnv.step`` is not reverse-differentiable (``while_loop``); ``AutoReset`` is.
 
 Both return, on the step where an episode ends, the *final* ``reward``,
 ``terminated``, ``truncated`` and ``info`` together with the *first* ``obs``,
@@ -48,6 +51,35 @@ def _with_final_obs(ts: TimeStep, final_obs: bool) -> TimeStep:
     if not final_obs:
         return ts
     return ts.replace(info={**ts.info, "final_obs": ts.obs})
+
+
+def _split_half(keys: jax.Array, i: int) -> jax.Array:
+    """``jax.vmap(jax.random.split)(keys)[:, i]``, computing only that half.
+
+    With the default threefry keys in JAX's partitionable mode (the default since JAX
+    0.5), ``split(k, n)[i] == fold_in(k, i)``: one threefry pass over the keys wanted
+    instead of over all of them. Other key implementations fall back to splitting.
+    """
+    if _fold_in_is_split(keys):
+        return jax.vmap(jax.random.fold_in, (0, None))(keys, i)
+    return jax.vmap(jax.random.split)(keys)[:, i]
+
+
+def _split_at(key: jax.Array, n: int, idx: jax.Array) -> jax.Array:
+    """``jax.random.split(key, n)[idx]``, computing only those keys when it can."""
+    if _fold_in_is_split(key):
+        return jax.vmap(jax.random.fold_in, (None, 0))(key, idx.astype(jnp.uint32))
+    return jax.random.split(key, n)[idx]
+
+
+def _fold_in_is_split(keys: jax.Array) -> bool:
+    if not getattr(jax.config, "jax_threefry_partitionable", False):
+        return False
+    if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        impl = str(jax.random.key_impl(keys))
+    else:  # raw uint32 keys use the default implementation
+        impl = str(getattr(jax.config, "jax_default_prng_impl", ""))
+    return impl == "threefry2x32"
 
 
 class AutoReset(Wrapper):
@@ -130,17 +162,16 @@ class VecEnv:
                     f"actions[{name!r}] must have a leading num_envs={self.num_envs} axis, got shape {jnp.shape(a)}"
                 )
         n, budget = self.num_envs, self.reset_budget
-        # Per-env keys split exactly as AutoReset splits them, so a VecEnv step equals
+        # Per-env keys as AutoReset splits them, so a VecEnv step equals
         # vmap(AutoReset(env).step) over split(key, num_envs), whatever reset_budget is.
-        k_step, k_reset = jnp.moveaxis(jax.vmap(jax.random.split)(jax.random.split(key, n)), 1, 0)
-        state, ts = self._vstep(k_step, state, actions, params)
+        # Each derivation is a threefry pass over the batch, so only what is used is
+        # derived: the step halves here (XLA drops them if the env ignores its key),
+        # the reset halves inside the reset branches, only for the envs that reset.
+        state, ts = self._vstep(_split_half(jax.random.split(key, n), 0), state, actions, params)
         ts = _with_final_obs(ts, self.final_obs)
         done = ts.done
 
-        def none(_):
-            return state, ts
-
-        def combine(combine_leaf, s0, ts0):
+        def combine(combine_leaf, state, ts, s0, ts0):
             """Put the reset parts (state; first obs, mask, active) into the batch."""
             tm = jax.tree_util.tree_map
             return tm(combine_leaf, state, s0), ts.replace(
@@ -149,23 +180,33 @@ class VecEnv:
                 active=tm(combine_leaf, ts.active, ts0.active),
             )
 
-        def some(_):
+        def some(carry):
             # Indices of up to `budget` finished envs; padding indices point past the
             # end and are dropped by the scatter.
             (idx,) = jnp.nonzero(done, size=budget, fill_value=n)
-            s0, ts0 = self._vreset(k_reset[jnp.minimum(idx, n - 1)], params)
-            return combine(lambda x, y: x.at[idx].set(y, mode="drop"), s0, ts0)
+            s0, ts0 = self._vreset(_split_half(_split_at(key, n, jnp.minimum(idx, n - 1)), 1), params)
+            return combine(lambda x, y: x.at[idx].set(y, mode="drop"), *carry, s0, ts0)
 
-        def everything(_):
-            s0, ts0 = self._vreset(k_reset, params)
-            return combine(lambda x, y: jnp.where(done.reshape((n,) + (1,) * (x.ndim - 1)), y, x), s0, ts0)
+        def everything(carry):
+            s0, ts0 = self._vreset(_split_half(jax.random.split(key, n), 1), params)
+            return combine(lambda x, y: jnp.where(done.reshape((n,) + (1,) * (x.ndim - 1)), y, x), *carry, s0, ts0)
 
         count = jnp.sum(done)
-        branch = jnp.where(count == 0, 0, jnp.where(count <= budget, 1, 2))
         if budget >= n:  # a partial reset would be the full reset
-            branch = jnp.minimum(branch, 1)
-            return jax.lax.switch(branch, [none, everything], None)
-        return jax.lax.switch(branch, [none, some, everything], None)
+            reset = everything
+        else:
+            def reset(carry):
+                return jax.lax.cond(count <= budget, some, everything, carry)
+
+        # A loop that runs its body at most once, rather than a conditional with a
+        # do-nothing branch: XLA copies a conditional's pass-through operands into its
+        # outputs (the whole batched state and observations, every step), while a
+        # loop updates its carry in place. On most steps of most games nothing ends.
+        # (It makes VecEnv.step not reverse-differentiable; AutoReset is.)
+        def body(carry):
+            return jnp.zeros((), bool), reset(carry[1])
+
+        return jax.lax.while_loop(lambda carry: carry[0], body, (count > 0, (state, ts)))[1]
 
     def __repr__(self):
         return f"VecEnv({self.env!r}, num_envs={self.num_envs}, reset_budget={self.reset_budget})"
