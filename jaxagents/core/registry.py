@@ -114,6 +114,10 @@ def _register_builtin() -> None:
     register("macro", f"{e}.macro:MacroEconomy", description="Macro economy (EconGym roles): households, firms, bank, government, central bank; stock-flow consistent")
     register("market", f"{e}.market:Market", description="Gather-craft-trade market (AI Economist GTB, flattened like EconoJax): unit-order double auction per resource, periodic bracket tax")
     r = "environments.robots"
+    register("robots_navigation", f"{r}.navigation:Navigation", description="Robotarium arena: each robot drives to its own goal (CBF safety filter)")
+    register("robots_foraging", f"{r}.foraging:Foraging", description="Robotarium arena: level-based foraging on robots")
+    register("robots_predator_prey", f"{r}.predator_prey:PredatorPrey", description="Robotarium arena: predators chase a heuristic prey")
+    register("robots_discovery", f"{r}.discovery:Discovery", description="Robotarium arena: sensing robots reveal landmarks, tagging robots tag them")
     register("lbf", f"{r}.grid_lbf:LevelBasedForaging", description="Level-based foraging on a grid (lbforaging 2.0.0 rules; default Foraging-8x8-2p-2f-v3)")
     register("rware", f"{r}.grid_rware:RobotWarehouse", description="Robotic warehouse on a grid (rware 2.0.0 rules; default rware-tiny-2ag-v2)")
 

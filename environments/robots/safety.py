@@ -1,0 +1,212 @@
+"""The safety filter: a control-barrier-function QP over all robot pairs, plus an exact
+body and wall guard. Vectorised over robots (dense ``N x N`` arrays), no robot cap.
+
+Variables. Each robot's command ``(v, w)`` is written ``z = (v, l w)`` with ``l`` the
+projection distance: the projected point ``p = (x, y) + l (cos th, sin th)`` then moves
+with ``dp/dt = R(th) z`` (``R`` a rotation), so ``|z - z_hat|`` is the change of the
+projected point's velocity, the objective of the Robotarium's barrier certificates.
+
+The QP, per tick::
+
+    min  sum_i |z_i - z_hat_i|^2
+    s.t. 2 (p_i - p_j) . (dp_i - dp_j) >= -gamma h_ij^3,  h_ij = |p_i - p_j|^2 - R_ij^2   (pairs)
+         z_i in X_i                                                                   (per robot)
+
+``R_ij = safety_radius + r_i + r_j - 0.11`` (0.2 m for standard robots), ``gamma = 150``.
+``X_i`` is a hexagon: the wheel-speed limits ``|v -+ (L/2) w| <= max_speed_i`` (a diamond
+in ``z``) cut by an interval ``v in [lo_i, hi_i]`` from the *guard*:
+
+* body: ``h = |c_i - c_j|^2 - (r_i + r_j + body_margin)^2`` on the centres ``c``; robot
+  ``i`` alone must satisfy ``2 (c_i - c_j) . e_i v_i >= -body_gain h / 2`` (half the
+  budget each, so the pair's condition holds whatever the other robot does);
+* walls: ``h = x_i - (x_min + r_i + wall_margin)`` (and the three others),
+  ``dh/dt = v_i cos th_i >= -wall_gain h``.
+
+The centres move in straight lines during an Euler tick, so ``h(t + dt) >= h + dt dh/dt
+>= (1 - dt gain) h``: with ``dt * gain <= 1`` the guard is *exact in discrete time* and
+for any iteration count. Since every output lies in ``X_i``, robots can never collide
+(centres closer than ``r_i + r_j + 0.025``) or leave the arena, starting from a valid
+state. The guard binds only when the pair barrier is not enough (two robots reversing
+into each other: the points ahead of them are farther apart than their centres).
+
+Solver. The dual of the QP, ``max_{lam >= 0} min_{z in X} ...``, has the closed-form
+inner solution ``z(lam) = Proj_X(z_hat + A^T lam)`` (a hexagon projection per robot). We
+run a fixed number of accelerated projected-gradient (FISTA) steps on ``lam``, one
+multiplier per pair held in a symmetric ``N x N`` array, rows normalised to unit norm and
+a diagonal step ``2 / (n_i + n_j)`` from the Gershgorin bound (``n_i``: the rows of robot
+``i`` that can be active); the output is the primal point of the last step. Pairs whose
+barrier cannot bind for any ``z in X`` are masked out exactly. The multipliers are
+warm-started across the ticks of a step. What is left of the pair constraints after the
+last iteration (in m/s of approach speed of the two projected points beyond what the
+barrier allows) is reported as the residual; commands that already satisfy every
+constraint come out unchanged (the multipliers stay 0). Cost per iteration: a few
+passes over ``N x N`` arrays; arrays keep x and y apart (XLA on CPU is slow at reducing
+over, or concatenating along, a trailing axis of length 2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from environments.robots.arena import AXLE_LENGTH, ROBOT_RADIUS, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_BIG = 1e3
+
+
+def to_z(vw, l):
+    return jnp.stack([vw[..., 0], l * vw[..., 1]], -1)
+
+
+def from_z(z, l):
+    return jnp.stack([z[..., 0], z[..., 1] / l], -1)
+
+
+def _one_sided(a, budget):
+    """``a v >= budget`` (``budget <= 0``) as bounds on ``v``: a lower bound where
+    ``a > 0``, an upper bound where ``a < 0``, none where ``a == 0``."""
+    bound = budget / jnp.where(a == 0, 1.0, a)
+    return jnp.where(a > 0, bound, -_BIG), jnp.where(a < 0, bound, _BIG)
+
+
+def speed_bounds(pose: jax.Array, p: ArenaParams):
+    """The guard: bounds ``(lo, hi)`` (``f32[N]``, ``lo <= 0 <= hi``) on each robot's
+    linear speed from the body barrier of every pair and the four walls."""
+    r = p.radius
+    x, y, th = pose[:, 0], pose[:, 1], pose[:, 2]
+    cs, sn = jnp.cos(th), jnp.sin(th)
+    dx, dy = x[:, None] - x[None], y[:, None] - y[None]  # c_i - c_j
+    dist = r[:, None] + r[None] + p.body_margin
+    h = jnp.maximum(dx * dx + dy * dy - dist**2, 0.0)
+    # coefficient of v_i in pair (i, j); 0 on the diagonal, which therefore binds nothing
+    lower, upper = _one_sided(2 * (dx * cs[:, None] + dy * sn[:, None]), -0.5 * p.body_gain * h)
+    lo, hi = jnp.max(lower, -1), jnp.min(upper, -1)
+    # walls: h >= 0 inside, dh/dt = a v >= -gain h with a = +-cos, +-sin
+    m = r + p.wall_margin
+    for a, hw in ((cs, x - (X_MIN + m)), (-cs, (X_MAX - m) - x), (sn, y - (Y_MIN + m)), (-sn, (Y_MAX - m) - y)):
+        lw, uw = _one_sided(a, -p.wall_gain * jnp.maximum(hw, 0.0))
+        lo, hi = jnp.maximum(lo, lw), jnp.minimum(hi, uw)
+    return jnp.minimum(lo, 0.0), jnp.maximum(hi, 0.0)
+
+
+def project_hexagon(z, c, k, lo, hi):
+    """Euclidean projection of ``z`` (``f32[N, 2]``) onto
+    ``{|z0 + k z1| <= c, |z0 - k z1| <= c, lo <= z0 <= hi}`` (per robot ``c, lo, hi``).
+
+    Points inside are returned unchanged (bit for bit; the wheel limits with a relative
+    tolerance of 1e-6); others go to the nearest point of the boundary, the closest of
+    the projections onto the six edges.
+    """
+    hi = jnp.clip(hi, 0.0, c)
+    lo = jnp.clip(lo, -c, 0.0)
+    z0, z1 = z[:, :1], z[:, 1:]
+    # commands clipped by ``wheel_limits`` can sit an ulp outside the diamond: accept them
+    tol = c[:, None] * (1 + 1e-6)
+    inside = (jnp.abs(z0 + k * z1) <= tol) & (jnp.abs(z0 - k * z1) <= tol) & (z0 >= lo[:, None]) & (z0 <= hi[:, None])
+    # vertices, counter-clockwise: (hi, +), (0, c/k), (lo, +), (lo, -), (0, -c/k), (hi, -), where
+    # the second coordinate is +-(c - |first|) / k on the diamond's edges
+    zero = jnp.zeros_like(hi)
+    vx = jnp.stack([hi, zero, lo, lo, zero, hi], -1)  # [N, 6]
+    vy = jnp.asarray([1, 1, 1, -1, -1, -1], z.dtype) * (c[:, None] - jnp.abs(vx)) / k
+    ex, ey = jnp.roll(vx, -1, -1) - vx, jnp.roll(vy, -1, -1) - vy
+    t = jnp.clip(((z0 - vx) * ex + (z1 - vy) * ey) / (ex * ex + ey * ey + 1e-12), 0.0, 1.0)
+    qx, qy = vx + t * ex, vy + t * ey
+    d2 = (z0 - qx) ** 2 + (z1 - qy) ** 2
+    first = np.arange(6) == jnp.argmin(d2, -1)[:, None]
+    best = jnp.stack([jnp.sum(jnp.where(first, qx, 0.0), -1), jnp.sum(jnp.where(first, qy, 0.0), -1)], -1)
+    return jnp.where(inside, z, best)
+
+
+def pair_rows(pose: jax.Array, p: ArenaParams):
+    """The pair barrier rows, normalised: ``(ux, uy)`` ``f32[N, N]`` the unit vector from
+    ``p_j`` to ``p_i``, the bound ``b`` ``f32[N, N]`` and the mask of the rows that can
+    be active (``i != j`` and ``b > -(|z_i|max + |z_j|max) / sqrt 2``, what the row's value
+    can reach for commands inside the wheel limits). Row ``(i, j)`` reads
+    ``(u_ij . dp_i + u_ji . dp_j) / sqrt 2 >= b_ij``."""
+    n = pose.shape[0]
+    l = p.projection_distance
+    th = pose[:, 2]
+    px, py = pose[:, 0] + l * jnp.cos(th), pose[:, 1] + l * jnp.sin(th)
+    dx, dy = px[:, None] - px[None], py[:, None] - py[None]
+    dist = jnp.sqrt(dx * dx + dy * dy + 1e-12)
+    rad = p.safety_radius + p.radius[:, None] + p.radius[None] - 2 * ROBOT_RADIUS
+    h = dist**2 - rad**2
+    b = -p.barrier_gain * h**3 * (_INV_SQRT2 / (2 * dist))
+    # the largest |z| in robot i's diamond: c_i at (+-c_i, 0), or c_i / k at (0, +-c_i / k)
+    zmax = p.max_speed * jnp.maximum(1.0, 2 * l / AXLE_LENGTH)
+    mask = ~np.eye(n, dtype=bool) & (b > -(zmax[:, None] + zmax[None]) * _INV_SQRT2)
+    return dx / dist, dy / dist, b, mask
+
+
+def _rotate(cs, sn, z):
+    """``R(th) z`` as two ``f32[N]`` components."""
+    return cs * z[:, 0] - sn * z[:, 1], sn * z[:, 0] + cs * z[:, 1]
+
+
+def guard(vw: jax.Array, pose: jax.Array, p: ArenaParams) -> jax.Array:
+    """Project ``(v, w)`` commands onto the wheel limits and the body/wall guard only
+    (no pair QP): what zero-order hold applies at every tick to the held command."""
+    l = p.projection_distance
+    lo, hi = speed_bounds(pose, p)
+    z0 = to_z(vw, l)
+    z = project_hexagon(z0, p.max_speed, AXLE_LENGTH / (2 * l), lo, hi)
+    return jnp.where(jnp.all(z == z0, -1, keepdims=True), vw, from_z(z, l))
+
+
+def safety_filter(vw_hat: jax.Array, pose: jax.Array, p: ArenaParams, iters: int, lam0: jax.Array | None = None):
+    """Minimally change nominal commands so the pair barriers and the guard hold.
+
+    Args:
+        vw_hat: ``f32[N, 2]`` nominal ``(v, w)``.
+        pose: ``f32[N, 3]``.
+        p: arena params.
+        iters: number of dual iterations (static).
+        lam0: ``f32[N, N]`` warm-start multipliers (symmetric), or None for zeros.
+
+    Returns:
+        ``(vw, lam, residual)``: safe commands ``f32[N, 2]`` (always inside the wheel limits
+        and the guard), multipliers ``f32[N, N]`` and the largest remaining pair-barrier
+        violation ``f32[]`` (m/s, 0 when every pair constraint holds).
+    """
+    n = pose.shape[0]
+    l = p.projection_distance
+    cs, sn = jnp.cos(pose[:, 2]), jnp.sin(pose[:, 2])
+    k = AXLE_LENGTH / (2 * l)
+    c = p.max_speed
+    lo, hi = speed_bounds(pose, p)
+    ux, uy, b, mask = pair_rows(pose, p)
+    z_hat = to_z(vw_hat, l)
+    rows = jnp.sum(mask, -1).astype(jnp.float32)
+    step = jnp.where(mask, 2.0 / jnp.maximum(rows[:, None] + rows[None], 1.0), 0.0)
+
+    def primal(lam):
+        fx, fy = jnp.sum(lam * ux, -1) * _INV_SQRT2, jnp.sum(lam * uy, -1) * _INV_SQRT2  # sum_j lam_ij u_ij
+        move = jnp.stack([cs * fx + sn * fy, cs * fy - sn * fx], -1)  # R(th)^T f
+        return project_hexagon(z_hat + move, c, k, lo, hi)
+
+    def row_values(z):
+        vx, vy = _rotate(cs, sn, z)
+        s = ux * vx[:, None] + uy * vy[:, None]  # u_ij . dp_i
+        return (s + s.T) * _INV_SQRT2
+
+    def body(_, carry):
+        lam, prev, t, _, _ = carry
+        t_next = 0.5 * (1 + jnp.sqrt(1 + 4 * t * t))
+        y = lam + ((t - 1) / t_next) * (lam - prev)
+        z = primal(y)
+        grad = b - row_values(z)
+        new = jnp.where(mask, jnp.maximum(y + step * grad, 0.0), 0.0)
+        return new, lam, t_next, z, grad
+
+    lam = jnp.zeros((n, n), jnp.float32) if lam0 is None else jnp.where(mask, lam0, 0.0)
+    init = (lam, lam, jnp.ones((), jnp.float32), z_hat, jnp.zeros((n, n), jnp.float32))
+    lam, _, _, z, grad = jax.lax.fori_loop(0, iters, body, init)
+    # the output is the last primal iterate, and the residual what it leaves of the rows
+    residual = jnp.max(jnp.where(mask, jnp.maximum(grad, 0.0), 0.0))
+    # untouched commands come back bit for bit (z -> (v, w) would round l * w / l)
+    vw = jnp.where(jnp.all(z == z_hat, -1, keepdims=True), vw_hat, from_z(z, l))
+    return vw, lam, residual.astype(jnp.float32)
