@@ -29,7 +29,7 @@ MAKE_KWARGS = {
     # short steps keep compiles small; the safety filter is covered on navigation here
     # and in tests/environments/robots
     "robots_navigation": {"ticks_per_step": 5, "filter_iters": 5},
-    **{k: {"ticks_per_step": 5, "filter_iters": 5, "safety": False} for k in ("robots_foraging", "robots_predator_prey", "robots_discovery")},
+    **{k: {"ticks_per_step": 5, "filter_iters": 5, "safety": False} for k in ("robots_foraging", "robots_predator_prey", "robots_discovery", "robots_material_transport", "robots_warehouse", "robots_arctic_transport", "robots_continuous_rware")},
 }
 DRIFT_TOLERANCE = {"macro": 1e-3}
 

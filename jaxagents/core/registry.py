@@ -118,6 +118,10 @@ def _register_builtin() -> None:
     register("robots_foraging", f"{r}.foraging:Foraging", description="Robotarium arena: level-based foraging on robots")
     register("robots_predator_prey", f"{r}.predator_prey:PredatorPrey", description="Robotarium arena: predators chase a heuristic prey")
     register("robots_discovery", f"{r}.discovery:Discovery", description="Robotarium arena: sensing robots reveal landmarks, tagging robots tag them")
+    register("robots_material_transport", f"{r}.material_transport:MaterialTransport", description="Robotarium arena: heterogeneous robots carry material from two zones to a drop-off strip")
+    register("robots_warehouse", f"{r}.warehouse:Warehouse", description="Robotarium arena: two robot classes load and unload goods by colour")
+    register("robots_arctic_transport", f"{r}.arctic_transport:ArcticTransport", description="Robotarium arena: drones scout ice/water tiles, ground robots cross to the goal line")
+    register("robots_continuous_rware", f"{r}.continuous_rware:ContinuousRware", description="Robotarium arena: robots fetch requested shelves, deliver them and return them")
     register("lbf", f"{r}.grid_lbf:LevelBasedForaging", description="Level-based foraging on a grid (lbforaging 2.0.0 rules; default Foraging-8x8-2p-2f-v3)")
     register("rware", f"{r}.grid_rware:RobotWarehouse", description="Robotic warehouse on a grid (rware 2.0.0 rules; default rware-tiny-2ag-v2)")
 
