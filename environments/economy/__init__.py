@@ -1,8 +1,9 @@
 """Economic agents: a million households per economy, many economies side by side.
 
 * ``taxation`` — the Stackelberg labour/tax game (``worker`` x N, ``planner`` x 1), with
-  ``skills`` (income distributions), ``brackets`` (piecewise-linear tax schedules) and
-  ``policies`` (Saez, US federal and flat planners; best-responding workers).
+  ``skills`` (income distributions), ``brackets`` (piecewise-linear tax schedules),
+  ``labour`` (worker utilities) and ``policies`` (Saez, US federal and flat planners;
+  best-responding workers).
 * ``macro`` — households, firms, a bank, a government and a central bank.
 * ``market`` — gather, craft and trade through double auctions, with a periodic tax.
 * ``metrics`` — Gini, Atkinson, equality x productivity, welfare functions, GDP, revenue.

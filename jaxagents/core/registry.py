@@ -111,6 +111,7 @@ def _register_builtin() -> None:
     register("hanabi", f"{g}.hanabi:Hanabi", description="Hanabi (HLE rules, canonical observation), 2-5 players")
     register("negotiation", f"{g}.negotiation:Negotiation", description="SPIRAL simple negotiation, discrete offers")
     e = "environments.economy"
+    register("taxation", f"{e}.taxation:Taxation", description="Stackelberg labour/tax game: N workers choose hours, a planner sets bracket rates every K worker steps (GB2/Pareto/uniform skills, flat/three/US brackets, lump-sum rebate)")
     register("macro", f"{e}.macro:MacroEconomy", description="Macro economy (EconGym roles): households, firms, bank, government, central bank; stock-flow consistent")
     register("market", f"{e}.market:Market", description="Gather-craft-trade market (AI Economist GTB, flattened like EconoJax): unit-order double auction per resource, periodic bracket tax")
     r = "environments.robots"
