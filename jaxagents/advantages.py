@@ -283,8 +283,9 @@ def gigpo(
     # one 32-bit key per (group, state): a second FNV round over the pair
     key = (jnp.asarray(state_hash, jnp.uint32) ^ (jnp.asarray(group_ids).astype(jnp.uint32) * jnp.uint32(0x9E3779B1))) * jnp.uint32(16777619)
     # masked steps get a key of their own so they never join a real anchor group
-    key = jnp.where(mask, key, jnp.iinfo(key.dtype).max)
-    _, anchor = jnp.unique(key, size=n, return_inverse=True, fill_value=jnp.iinfo(key.dtype).max)
+    sentinel = jnp.array(jnp.iinfo(jnp.uint32).max, jnp.uint32)
+    key = jnp.where(mask, key, sentinel)
+    _, anchor = jnp.unique(key, size=n, return_inverse=True, fill_value=sentinel)
     anchor = anchor.reshape(-1)
     count, mean, std = _segment_stats(step_returns, anchor, n, mask)
     std = jnp.where((std < eps) | (not scale), 1.0, std)

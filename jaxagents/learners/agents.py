@@ -57,10 +57,13 @@ class Agents:
         """``{role: params}`` for every role."""
         params = {}
         for k, (name, role) in zip(jax.random.split(key, len(self.roles)), self.roles.items()):
-            obs = jnp.zeros((1, 1, *role.observation_space.shape), jnp.float32)
+            # one step of one env's n agents: [T=1, n, ...] (the central critic's input
+            # has an agent axis, so a recurrent critic's memory must have one too)
+            n = role.num_agents
+            obs = jnp.zeros((1, n, *role.observation_space.shape), jnp.float32)
             cin = self.critic_input(name, obs, jnp.zeros((1, *self.global_obs_shape)) if self.central_critic else None)
-            h = self.modules[name].initial_state((1,))
-            params[name] = self.modules[name].init(k, h, obs, cin, jnp.zeros((1, 1), bool))
+            h = self.modules[name].initial_state((n,))
+            params[name] = self.modules[name].init(k, h, obs, cin, jnp.zeros((1, n), bool))
         return params
 
     def initial_hidden(self, num_envs: int) -> dict:

@@ -36,7 +36,7 @@ def _group_stats(sample_keys, sample_vals, sample_w, ep_keys, ep_vals, ep_w):
     """Mean/std/count of ``ep_vals`` per key, gathered for every sample key."""
     keys = jnp.concatenate([ep_keys, sample_keys])
     size = keys.shape[0]
-    _, inv = jnp.unique(keys, size=size, return_inverse=True, fill_value=jnp.iinfo(keys.dtype).max)
+    _, inv = jnp.unique(keys, size=size, return_inverse=True, fill_value=jnp.array(jnp.iinfo(keys.dtype).max, keys.dtype))
     inv = inv.reshape(-1)
     count, mean, std = A._segment_stats(ep_vals, inv[: ep_keys.shape[0]], size, ep_w)
     s = inv[ep_keys.shape[0]:]

@@ -29,7 +29,7 @@ from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners import estimators
 from jaxagents.learners.agents import Agents
 from jaxagents.learners.rollout import EnvCarry, collect, init_carry
-from jaxagents.learners.update import Batch, HParams, make_optimizer, ppo_epochs
+from jaxagents.learners.update import OPTIMIZERS, Batch, HParams, make_optimizer, ppo_epochs
 from jaxagents.nn import NetworkConfig
 
 
@@ -48,6 +48,7 @@ class PPOConfig:
     num_minibatches: int = 4
     lr: float = 2.5e-4
     anneal_lr: bool = True
+    optimizer: str = "adam"
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_eps: float = 0.2
@@ -86,6 +87,8 @@ class PPOConfig:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         if self.advantage not in estimators.ESTIMATORS:
             raise ValueError(f"advantage must be one of {estimators.ESTIMATORS}, got {self.advantage!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.normalize not in estimators.NORMALIZATIONS:
             raise ValueError(f"normalize must be one of {estimators.NORMALIZATIONS}, got {self.normalize!r}")
         if self.network.recurrent and self.num_envs % self.num_minibatches:
@@ -181,7 +184,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         hp = HParams.from_config(cfg) if hparams is None else hparams
         k_params, k_env, key = jax.random.split(key, 3)
         params = agents.init(k_params)
-        tx = make_optimizer(hp, 1.0)
+        tx = make_optimizer(hp, 1.0, cfg.optimizer)
         opt_state = {r: tx.init(p) for r, p in params.items()}
         carry = init_carry(agents, vec, k_env, env_params)
         extra = hooks["init_extra"](params, key) if "init_extra" in hooks else None
@@ -195,6 +198,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         carry, traj, last_value = collect(
             agents, vec, env_params, state.params, state.env, k_roll, cfg.num_steps,
             reward_fn=shaped(state.update), bootstrap_truncated=bootstrap, opponents=opponents,
+            start_hash=cfg.advantage in ("grpo", "gigpo"),
         )
         adv, baseline = estimators.compute(cfg, hp, traj, last_value, role_ids, state.baseline)
         batches = {
@@ -228,7 +232,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         k0, k1 = jax.random.split(key)
         vec_eval = VecEnv(env, num_envs, final_obs=bootstrap)
         carry = init_carry(agents, vec_eval, k0, env_params)
-        _, traj, _ = collect(agents, vec_eval, env_params, params, carry, k1, num_steps or cfg.num_steps)
+        _, traj, _ = collect(agents, vec_eval, env_params, params, carry, k1, num_steps or cfg.num_steps, start_hash=False)
         return {f"eval/{k}": v for k, v in episode_metrics(traj, hooks.get("slot_names")).items()}
 
     train.init = init

@@ -43,6 +43,9 @@ class Transition:
 
     ``active`` is whose action was used (turn-based games) and ``learner`` which slots
     the learning policy controlled (opponent pools); losses use ``active & learner``.
+    ``critic_in`` is None when the critic reads the agent's own observation (IPPO:
+    ``obs`` is not stored twice) and ``start_hash`` is None unless ``collect`` was asked
+    to track it (``start_hash=True``: GRPO/GiGPO groups).
     ``terminated``/``truncated`` describe the step's transition (broadcast to agents).
     ``episode_return`` is the finished episode's return at the step that ended it
     (else 0). ``final_value`` is V of the observation a truncated episode was cut at.
@@ -62,7 +65,7 @@ class Transition:
     learner: jax.Array
     final_value: jax.Array
     episode_return: jax.Array
-    start_hash: jax.Array
+    start_hash: jax.Array | None
 
 
 def _obs_hash(ts) -> jax.Array:
@@ -101,6 +104,7 @@ def collect(
     reward_fn=None,
     bootstrap_truncated: bool = False,
     opponents=None,
+    start_hash: bool = True,
 ):
     """Run ``num_steps`` batched steps.
 
@@ -116,6 +120,10 @@ def collect(
             ``{role: params with a leading [E] axis}`` (one opponent per environment)
             and ``learner`` is ``{role: bool[E, n]}``, the slots the learning policy
             plays; the other slots act with the environment's opponent.
+        start_hash: hash each new episode's first observation (``Transition.start_hash``,
+            GRPO/GiGPO groups). It costs a sequential hash over the observation every
+            step, so learners that do not group episodes turn it off (then
+            ``carry.start_hash`` is left as it is and ``Transition.start_hash`` is None).
 
     Returns ``(carry, {role: Transition}, last_value {role: f32[E, n]})``.
     """
@@ -145,7 +153,7 @@ def collect(
                 )
                 action = jnp.where(learner.reshape(learner.shape + (1,) * (action.ndim - 2)), action, opp_action)
             actions[role] = action
-            out[role] = (obs, cin, action, logp, value, mask, reset, learner)
+            out[role] = (obs, cin if agents.central_critic else None, action, logp, value, mask, reset, learner)
         env_state, ts = vec.step(k_env, c.env_state, actions, env_params)
 
         done = ts.done
@@ -182,10 +190,10 @@ def collect(
                 learner=learner,
                 final_value=final_value,
                 episode_return=jnp.where(done[:, None], ret, 0.0),
-                start_hash=bcast(c.start_hash),
+                start_hash=bcast(c.start_hash) if start_hash else None,
             )
-        start_hash = jnp.where(done, _obs_hash(ts), c.start_hash)
-        new = EnvCarry(env_state, ts, done, hidden, ep_ret, start_hash)
+        new_hash = jnp.where(done, _obs_hash(ts), c.start_hash) if start_hash else c.start_hash
+        new = EnvCarry(env_state, ts, done, hidden, ep_ret, new_hash)
         return new, trans
 
     carry, traj = jax.lax.scan(step, carry, jax.random.split(key, num_steps))

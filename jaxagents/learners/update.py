@@ -35,10 +35,11 @@ class HParams:
 
 @struct.dataclass
 class Batch:
-    """One role's training samples (any leading shape; see ``minibatches``)."""
+    """One role's training samples (any leading shape; see ``minibatches``).
+    ``critic_in`` is None when the critic reads ``obs`` (IPPO)."""
 
     obs: jax.Array
-    critic_in: jax.Array
+    critic_in: jax.Array | None
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
@@ -49,10 +50,20 @@ class Batch:
     weight: jax.Array
 
 
-def make_optimizer(hp: HParams, lr_scale: jax.Array) -> optax.GradientTransformation:
-    """Adam (eps 1e-5) after global-norm clipping, as PureJaxRL/JaxMARL. Built inside
-    the traced update so ``lr``/``max_grad_norm`` may be traced; the optimiser state
-    does not depend on them."""
+OPTIMIZERS = ("adam", "sgd")
+
+
+def make_optimizer(hp: HParams, lr_scale: jax.Array, optimizer: str = "adam") -> optax.GradientTransformation:
+    """Adam (eps 1e-5) after global-norm clipping, as PureJaxRL/JaxMARL, or plain SGD
+    after the same clipping. Built inside the traced update so ``lr``/``max_grad_norm``
+    may be traced; the optimiser state does not depend on them.
+
+    SGD is for self-play in zero-sum games: its step is proportional to the gradient,
+    so the (entropy-regularised) game dynamics settle at the equilibrium, whereas
+    Adam's per-parameter normalisation keeps the step size fixed as the gradient
+    vanishes and makes the iterates cycle around it."""
+    if optimizer == "sgd":
+        return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.sgd(hp.lr * lr_scale))
     return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr * lr_scale, eps=1e-5))
 
 
@@ -96,8 +107,10 @@ def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool,
 def minibatches(batch: Batch, h0, key, num_minibatches: int, recurrent: bool):
     """Shuffle and split ``[T, E, n, ...]`` samples into ``num_minibatches``.
 
-    Feed-forward: all ``T*E*n`` samples are shuffled and each minibatch is shaped
-    ``[1, B/M, 1, ...]`` (time and agent axes of length 1). Recurrent: whole
+    Feed-forward: all ``T*E*n`` samples are shuffled and split into ``[M, B/M, ...]``;
+    ``ppo_epochs`` gives each minibatch unit time and agent axes, ``[1, B/M, 1, ...]``
+    (added inside the step rather than here: stacked ``[M, 1, B/M, 1, ...]`` arrays get
+    a slow strided layout from XLA's CPU backend). Recurrent: whole
     sequences are kept; environments are shuffled and a minibatch is
     ``[T, E/M, n, ...]`` with its initial memory ``h0[E/M, n, H]``.
     """
@@ -112,8 +125,8 @@ def minibatches(batch: Batch, h0, key, num_minibatches: int, recurrent: bool):
     perm = jax.random.permutation(key, size)
 
     def split(x):
-        x = x.reshape(size, *x.shape[3:])[perm]
-        return x.reshape(num_minibatches, 1, size // num_minibatches, 1, *x.shape[1:])
+        x = jnp.take(x.reshape(size, *x.shape[3:]), perm, axis=0)
+        return x.reshape(num_minibatches, size // num_minibatches, *x.shape[1:])
 
     return jax.tree.map(split, batch), None
 
@@ -122,7 +135,7 @@ def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HPar
     """``cfg.update_epochs`` passes of ``cfg.num_minibatches`` gradient steps over
     ``{role: Batch}``. Each role has its own Adam state and its own gradient clip
     (one role's large gradients must not shrink another's steps)."""
-    tx = make_optimizer(hp, lr_scale)
+    tx = make_optimizer(hp, lr_scale, cfg.optimizer)
     recurrent = agents.network.recurrent
     normalize = cfg.normalize == "minibatch"
 
@@ -138,6 +151,8 @@ def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HPar
     def minibatch_step(carry, mb):
         p, s = carry
         mb, hmb = mb
+        if not recurrent:  # [B/M, ...] -> [T=1, B/M, n=1, ...]
+            mb = jax.tree.map(lambda x: x[None, :, None], mb)
         grads, metrics = jax.grad(loss_fn, has_aux=True)(p, mb, hmb)
         new_p, new_s = {}, {}
         for role in agents.roles:

@@ -98,6 +98,11 @@ class NetworkConfig:
         object.__setattr__(self, "cnn_channels", tuple(int(h) for h in self.cnn_channels))
 
 
+def _dense_2d(layer, x):
+    """``layer`` over the last axis of ``x`` as one 2-D product (see ``torsos.MLP``)."""
+    return layer(x.reshape(-1, x.shape[-1])).reshape(*x.shape[:-1], -1)
+
+
 class _Stream(nn.Module):
     cfg: NetworkConfig
     obs_ndim: int
@@ -122,7 +127,8 @@ class ActorCritic(nn.Module):
     """Actor and critic streams over a time axis.
 
     ``__call__(hidden, actor_in[T, B..., *obs], critic_in[T, B..., *cobs],
-    reset[T, B...]) -> (hidden', actor_out[T, B..., action_dim], value[T, B...])``.
+    reset[T, B...]) -> (hidden', actor_out[T, B..., action_dim], value[T, B...])``;
+    ``critic_in=None`` means the critic reads ``actor_in``.
     ``hidden`` is ``(h_actor, h_critic)`` (``[B..., gru_size]`` each) for recurrent
     networks and ignored otherwise; ``reset[t]`` clears it before step ``t``. A
     feed-forward update passes a flat sample batch as ``T = 1``.
@@ -144,14 +150,16 @@ class ActorCritic(nn.Module):
             self.log_std = None
 
     def __call__(self, hidden, actor_in, critic_in, reset):
+        if critic_in is None:  # the critic reads the actor's input (IPPO)
+            critic_in = actor_in
         ha, hc = hidden
         ha, a = self.actor(ha, actor_in, reset)
         hc, c = self.critic(hc, critic_in, reset)
-        return (ha, hc), self.pi(a), self.v(c)[..., 0]
+        return (ha, hc), _dense_2d(self.pi, a), _dense_2d(self.v, c)[..., 0]
 
     def actor_only(self, hidden, actor_in, reset):
         ha, a = self.actor(hidden[0], actor_in, reset)
-        return ha, self.pi(a)
+        return ha, _dense_2d(self.pi, a)
 
     def initial_state(self, batch_shape):
         h = GRU.initial_state(batch_shape, self.cfg.gru_size if self.cfg.recurrent else 1)

@@ -7,6 +7,7 @@ the same module serves one agent, ``[envs, agents]`` during a rollout and
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import flax.linen as nn
@@ -39,12 +40,14 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, x):
-        x = jnp.asarray(x, jnp.float32)
-        if self.obs_ndim != 1:
-            x = x.reshape(*x.shape[: x.ndim - self.obs_ndim], -1)
+        batch = x.shape[: x.ndim - self.obs_ndim]
+        # Dense layers on a 2-D [samples, features] array: the leading unit axes of
+        # the learners' [T, B, n, ...] batches otherwise lead XLA's CPU backend to
+        # transpose the backward pass's operands before the weight-gradient dots.
+        x = jnp.asarray(x, jnp.float32).reshape(math.prod(batch), -1)
         for h in self.hidden:
             x = activation(self.act)(nn.Dense(h, kernel_init=_ortho(), bias_init=nn.initializers.zeros)(x))
-        return x
+        return x.reshape(*batch, x.shape[-1])
 
 
 class CNN(nn.Module):
