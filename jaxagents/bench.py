@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import functools
 import importlib
 import importlib.metadata
 import io
@@ -463,11 +462,10 @@ def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.
     every leaf with a leading ``num_envs`` axis except key and params."""
     k_reset, k_run = jax.random.split(key)
     # Sampling from the *unwrapped* contract: random_actions reads env.roles and the
-    # timestep's action masks, shape {role: [num_envs, n_role, ...]} once vmapped.
-    sample_batch = jax.vmap(functools.partial(random_actions, env))
-
+    # timestep's action masks, shape {role: [num_envs, n_role, ...]}; one batched call
+    # (not a vmap) so that its all-legal fast path stays a real branch.
     def sample(k, state, ts):
-        return sample_batch(jax.random.split(k, num_envs), ts)
+        return random_actions(env, k, ts, batch_shape=(num_envs,))
 
     if mode == "vec":
         venv = VecEnv(env, num_envs)

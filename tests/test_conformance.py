@@ -31,6 +31,7 @@ MAKE_KWARGS = {
     # and in tests/environments/robots
     "robots_navigation": {"ticks_per_step": 5, "filter_iters": 5},
     **{k: {"ticks_per_step": 5, "filter_iters": 5, "safety": False} for k in ("robots_foraging", "robots_predator_prey", "robots_discovery", "robots_material_transport", "robots_warehouse", "robots_arctic_transport", "robots_continuous_rware")},
+    **{k: {"num_agents": 64} for k in ("mf_opinion", "mf_opinion_network", "mf_epidemic", "mf_crowd", "mf_crowd_four_rooms")},
 }
 DRIFT_TOLERANCE = {"macro": 1e-3, "taxation": 1e-5}
 
@@ -51,7 +52,11 @@ def _illegal_actions(env, key):
 
 
 class Rollout:
-    """One environment's compiled rollouts, shared by the tests of this module."""
+    """One environment's compiled programs and recorded rollouts, shared by the tests
+    of this module. Compiling dominates this suite, so there are only three programs
+    per environment: the rollout (legal or illegal actions, chosen by a traced flag),
+    the replay of its actions through the alternative wrappers, and one unbatched step.
+    """
 
     def __init__(self, env_id: str):
         self.env_id = env_id
@@ -60,35 +65,60 @@ class Rollout:
         self.vec = VecEnv(EpisodeStats(env), NUM_ENVS, reset_budget=1)
         self.vec_full = VecEnv(EpisodeStats(env), NUM_ENVS, reset_budget=NUM_ENVS)
         self.auto = AutoReset(EpisodeStats(env))
+        vec, vec_full, auto = self.vec, self.vec_full, self.auto
 
-        def make_rollout(vec, illegal):
-            inner = vec.env
+        def rollout(key, illegal):
+            """``STEPS`` steps of ``vec`` with random legal actions, or (``illegal``)
+            actions drawn over an enlarged range: legal, masked and out of range."""
+            k0, k1 = jax.random.split(key)
+            state, ts0 = vec.reset(k0)
 
-            def rollout(key):
-                k0, k1 = jax.random.split(key)
-                state, ts0 = vec.reset(k0)
+            def body(carry, k):
+                state, ts = carry
+                ka, ks = jax.random.split(k)
+                keys = jax.random.split(ka, NUM_ENVS)
+                legal = jax.vmap(lambda kk, t: random_actions(env, kk, t))(keys, ts)
+                bad = jax.vmap(lambda kk: _illegal_actions(env, kk))(keys)
+                acts = jax.tree_util.tree_map(lambda b, g: jnp.where(illegal, b, g), bad, legal)
+                state, nts = vec.step(ks, state, acts)
+                return (state, nts), (ts, acts, nts)
 
-                def body(carry, k):
-                    state, ts = carry
-                    ka, ks = jax.random.split(k)
-                    sample = _illegal_actions if illegal else random_actions
-                    if illegal:
-                        acts = jax.vmap(lambda kk: sample(inner, kk))(jax.random.split(ka, NUM_ENVS))
-                    else:
-                        acts = jax.vmap(lambda kk, t: sample(inner, kk, t))(jax.random.split(ka, NUM_ENVS), ts)
-                    state, nts = vec.step(ks, state, acts)
-                    return (state, nts), (ts, acts, nts)
+            _, traj = jax.lax.scan(body, (state, ts0), jax.random.split(k1, STEPS))
+            return ts0, traj
 
-                _, traj = jax.lax.scan(body, (state, ts0), jax.random.split(k1, STEPS))
-                return ts0, traj
+        def replay(key, acts):
+            """The same keys and actions through ``VecEnv`` with a whole-batch reset
+            budget and through ``vmap(AutoReset)``: the time steps after each step."""
+            k0, k1 = jax.random.split(key)
+            s_f, _ = vec_full.reset(k0)
+            s_a, _ = jax.vmap(auto.reset)(jax.random.split(k0, NUM_ENVS))
 
-            return jax.jit(rollout)
+            def body(carry, xs):
+                s_f, s_a = carry
+                k, a = xs
+                ks = jax.random.split(k)[1]  # the rollout's step key
+                s_f, ts_f = vec_full.step(ks, s_f, a)
+                s_a, ts_a = jax.vmap(auto.step)(jax.random.split(ks, NUM_ENVS), s_a, a)
+                return (s_f, s_a), (ts_f, ts_a)
 
-        self.rollout = make_rollout(self.vec, illegal=False)
+            return jax.lax.scan(body, (s_f, s_a), (jax.random.split(k1, STEPS), acts))[1]
+
+        self.rollout = jax.jit(rollout)
+        self.replay = jax.jit(replay)
         self.key = jax.random.key(0)
-        self.ts0, (self.before, self.actions, self.after) = jax.device_get(self.rollout(self.key))
-        self.illegal = jax.device_get(make_rollout(self.vec, illegal=True)(jax.random.key(1)))
-        self.rollout_full = make_rollout(self.vec_full, illegal=False)
+        self.ts0, (self.before, self.actions, self.after) = jax.device_get(self.rollout(self.key, False))
+        self.illegal = jax.device_get(self.rollout(jax.random.key(1), True))
+
+        # one unbatched environment; ``step_traces`` counts how often step was traced
+        self.step_traces = 0
+
+        def step1(key, state, actions):
+            self.step_traces += 1
+            return env.step(key, state, actions)
+
+        self.reset1 = jax.jit(env.reset)
+        self.step1 = jax.jit(step1)
+        self.sample1 = jax.jit(lambda k, ts: random_actions(env, k, ts))
 
 
 @pytest.fixture(scope="module", params=jaxagents.list_envs())
@@ -112,11 +142,11 @@ def test_observations_match_spaces(ro):
     env = ro.env
     _per_role_checks(env, ro.ts0, (NUM_ENVS,))
     _per_role_checks(env, ro.after, (STEPS, NUM_ENVS))
-    # single, unbatched, un-jitted reset and step
-    state, ts = env.reset(jax.random.key(3))
+    # a single, unbatched environment
+    state, ts = ro.reset1(jax.random.key(3))
     _per_role_checks(env, ts, ())
-    acts = random_actions(env, jax.random.key(4), ts)
-    _, ts = env.step(jax.random.key(5), state, acts)
+    acts = ro.sample1(jax.random.key(4), ts)
+    _, ts = ro.step1(jax.random.key(5), state, acts)
     _per_role_checks(env, ts, ())
 
 
@@ -144,60 +174,43 @@ def test_reset_reward_is_zero_and_info_structure_is_stable(ro):
 
 
 def test_same_key_same_trajectory(ro):
-    again = jax.device_get(ro.rollout(ro.key))
+    again = jax.device_get(ro.rollout(ro.key, False))
     chex.assert_trees_all_equal(again[1][2], ro.after)
-    other = jax.device_get(ro.rollout(jax.random.key(99)))
+    other = jax.device_get(ro.rollout(jax.random.key(99), False))
     leaves = lambda t: np.concatenate([np.ravel(np.asarray(x, np.float32)) for x in jax.tree_util.tree_leaves(t)])
     # a different key gives a different trajectory (random actions differ)
     assert not np.array_equal(leaves(other[1][1]), leaves(ro.actions))
 
 
-def test_reset_budget_does_not_change_results(ro):
+@pytest.fixture(scope="module")
+def replayed(ro):
+    """The recorded legal rollout's actions replayed through the alternative wrappers."""
+    return jax.device_get(ro.replay(ro.key, ro.actions))
+
+
+def test_reset_budget_does_not_change_results(ro, replayed):
     """Partial resets (budget 1) and whole-batch resets give the same trajectory."""
-    full = jax.device_get(ro.rollout_full(ro.key))
-    chex.assert_trees_all_equal(full[1][2], ro.after)
+    full, _ = replayed
+    chex.assert_trees_all_equal(full, ro.after)
 
 
-def test_vecenv_equals_vmapped_autoreset(ro):
-    """VecEnv is an optimisation of vmap(AutoReset), not a different semantics."""
-    vec, auto = ro.vec, ro.auto
-
-    @jax.jit
-    def both(key, acts):
-        k0, k1 = jax.random.split(key)
-        s_v, _ = vec.reset(k0)
-        s_a, _ = jax.vmap(auto.reset)(jax.random.split(k0, NUM_ENVS))
-
-        def body(carry, xs):
-            s_v, s_a = carry
-            kt, a = xs
-            s_v, ts_v = vec.step(kt, s_v, a)
-            s_a, ts_a = jax.vmap(auto.step)(jax.random.split(kt, NUM_ENVS), s_a, a)
-            return (s_v, s_a), (ts_v, ts_a)
-
-        return jax.lax.scan(body, (s_v, s_a), (jax.random.split(k1, STEPS), acts))[1]
-
-    # the recorded random-legal actions: several episodes end and reset on the way
-    ts_v, ts_a = both(ro.key, ro.actions)
+def test_vecenv_equals_vmapped_autoreset(ro, replayed):
+    """VecEnv is an optimisation of vmap(AutoReset), not a different semantics: the
+    recorded random-legal actions (several episodes end and reset on the way) give
+    the same time steps."""
+    _, auto = replayed
     # continuous-state envs: XLA may round the same maths differently in the two
     # programs (1 ulp), and the difference then drifts through the dynamics
     tol = DRIFT_TOLERANCE.get(ro.env_id, 0.0)
-    chex.assert_trees_all_close(ts_v, ts_a, rtol=max(tol, 1e-6), atol=tol)
+    chex.assert_trees_all_close(ro.after, auto, rtol=max(tol, 1e-6), atol=tol)
 
 
 def test_no_recompilation_across_steps(ro):
-    env = ro.env
-    chex.clear_trace_counter()  # the counter is keyed by code, shared across params
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def step(key, state, actions):
-        return env.step(key, state, actions)
-
-    state, ts = jax.jit(env.reset)(jax.random.key(0))
+    state, ts = ro.reset1(jax.random.key(0))
     for i in range(4):
-        acts = random_actions(env, jax.random.key(i), ts)
-        state, ts = step(jax.random.key(10 + i), state, acts)
+        acts = ro.sample1(jax.random.key(i), ts)
+        state, ts = ro.step1(jax.random.key(10 + i), state, acts)
+    assert ro.step_traces == 1, f"env.step was traced {ro.step_traces} times for one input structure"
 
 
 def test_random_legal_play_respects_masks(ro):
@@ -242,8 +255,8 @@ def test_no_nan_or_inf_under_illegal_actions(ro):
 
 def test_wrong_actions_are_rejected_before_compiling(ro):
     env = ro.env
-    state, ts = env.reset(jax.random.key(0))
-    good = random_actions(env, jax.random.key(1), ts)
+    state, ts = ro.reset1(jax.random.key(0))
+    good = ro.sample1(jax.random.key(1), ts)
     name = next(iter(env.roles))
     with pytest.raises(ValueError, match="roles"):
         env.step(jax.random.key(0), state, {**good, "no_such_role": good[name]})

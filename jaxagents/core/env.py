@@ -181,14 +181,20 @@ class Env:
         return f"{self.name}({roles})"
 
 
-def random_actions(env: Env, key: jax.Array, timestep: TimeStep) -> dict:
+def random_actions(env: Env, key: jax.Array, timestep: TimeStep, batch_shape: tuple = ()) -> dict:
     """Uniformly random *legal* actions for every role (masks respected for
     ``Discrete`` spaces; other spaces are sampled uniformly).
 
     One uniform number per agent picks the k-th legal action (a cumulative sum over the
     mask), rather than a Gumbel draw per action: with large action sets that is what
-    dominates a random rollout. An all-False mask row (no legal action) falls back to
-    uniform over all actions.
+    dominates a random rollout. When every action of every agent is legal (checked at
+    run time) the k-th action is ``floor(u * n)`` directly -- the same draw without the
+    cumulative sum, which matters with 10^6 agents. An all-False mask row (no legal
+    action) falls back to uniform over all actions.
+
+    ``batch_shape`` is the leading shape of ``timestep`` (e.g. ``(num_envs,)``): one call
+    for a whole batch rather than a ``vmap`` of single-env calls keeps the all-legal
+    check a real branch (under ``vmap`` a ``lax.cond`` computes both sides).
     """
     keys = jax.random.split(key, len(env.roles))
     out = {}
@@ -196,12 +202,18 @@ def random_actions(env: Env, key: jax.Array, timestep: TimeStep) -> dict:
         space = role.action_space
         if isinstance(space, Discrete):
             mask = timestep.action_mask[name]
-            legal = mask | ~jnp.any(mask, -1, keepdims=True)
-            count = jnp.sum(legal, -1, dtype=jnp.int32)
-            u = jax.random.uniform(k, count.shape)
-            kth = jnp.minimum((u * count).astype(jnp.int32), count - 1)
-            rank = jnp.cumsum(legal, -1, dtype=jnp.int32)
-            out[name] = jnp.argmax(rank > kth[..., None], axis=-1).astype(space.dtype)
+            u = jax.random.uniform(k, mask.shape[:-1])
+
+            def any_legal(mask=mask, u=u):
+                legal = mask | ~jnp.any(mask, -1, keepdims=True)
+                count = jnp.sum(legal, -1, dtype=jnp.int32)
+                kth = jnp.minimum((u * count).astype(jnp.int32), count - 1)
+                rank = jnp.cumsum(legal, -1, dtype=jnp.int32)
+                return jnp.argmax(rank > kth[..., None], axis=-1).astype(space.dtype)
+
+            n = mask.shape[-1]
+            all_legal = lambda u=u, n=n: jnp.minimum((u * n).astype(jnp.int32), n - 1).astype(space.dtype)
+            out[name] = jax.lax.cond(jnp.all(mask), all_legal, any_legal)
         else:
-            out[name] = space.sample(k, (role.num_agents,))
+            out[name] = space.sample(k, (*batch_shape, role.num_agents))
     return out

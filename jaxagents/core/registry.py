@@ -125,6 +125,12 @@ def _register_builtin() -> None:
     register("robots_continuous_rware", f"{r}.continuous_rware:ContinuousRware", description="Robotarium arena: robots fetch requested shelves, deliver them and return them")
     register("lbf", f"{r}.grid_lbf:LevelBasedForaging", description="Level-based foraging on a grid (lbforaging 2.0.0 rules; default Foraging-8x8-2p-2f-v3)")
     register("rware", f"{r}.grid_rware:RobotWarehouse", description="Robotic warehouse on a grid (rware 2.0.0 rules; default rware-tiny-2ag-v2)")
+    mf = "environments.meanfield"
+    register("mf_opinion", f"{mf}:Opinion", description="Mean-field adoption/opinion dynamics, population-wide social influence (agent view; distributional view via .dist_*)")
+    register("mf_opinion_network", f"{mf}:Opinion", num_levels=5, graph="random", degree=8, description="Mean-field opinion dynamics on a fixed-degree random graph, 5 opinion levels")
+    register("mf_epidemic", f"{mf}:Epidemic", description="SIR epidemic where each agent chooses its contact level (mean-field game; equilibrium vs social optimum)")
+    register("mf_crowd", f"{mf}:CrowdModelling", description="OpenSpiel's 1-D crowd-modelling mean-field game (ring of 10 cells)")
+    register("mf_crowd_four_rooms", f"{mf}:CrowdModelling", dims=2, layout="four_rooms", description="OpenSpiel's 2-D crowd-modelling mean-field game, four-rooms layout")
 
 
 _register_builtin()

@@ -81,4 +81,4 @@ recorded. The same learner trains any registered two-player game:
 nb = nbf.v4.new_notebook()
 nb["cells"] = cells
 nb["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nbf.write(nb, "os.path.join(os.path.dirname(__file__), "..", "selfplay.ipynb")")
+nbf.write(nb, os.path.join(os.path.dirname(__file__), "..", "selfplay.ipynb"))

