@@ -1,0 +1,93 @@
+"""Training throughput: jaxagents IPPO vs JaxMARL's ippo_ff_overcooked, same machine.
+
+Both train on Overcooked cramped_room with JaxMARL's recipe (16 envs x 128 steps,
+4 epochs x 4 minibatches, MLP 64-64 tanh actor and critic): ours from
+baselines/configs/ippo_overcooked_cramped_room.yaml, theirs from JaxMARL's own
+``make_train`` (baselines/IPPO/ippo_ff_overcooked.py with its config
+baselines/IPPO/config/ippo_ff_overcooked.yaml). JaxMARL's script is not part of the
+pip package: pass a copy of it, edited only so that it imports as a module (drop the
+wandb/hydra ``main``; ``env.action_space()`` -> ``env.action_space(env.agents[0])`` for
+jaxmarl 0.2) and given a ``make_config(layout, **overrides)`` helper returning its
+CONFIG with ``ENV_KWARGS={"layout": overcooked_layouts[layout]}`` and the overrides.
+
+Protocol (compile excluded): each implementation's whole training program,
+``jit(train)``, is compiled for U0 and U0 + U updates; the compiled programs are then
+called alternately (ours/theirs, small/large) REPS times. The time of one update is
+(large - small) / U, which cancels the one-off initialisation. Wall-clock and process
+CPU time are both reported (CPU time is far less sensitive to other load).
+
+    python baselines/experiments/ippo_throughput.py --jaxmarl-ref DIR [--updates 20] [--reps 5]
+
+DIR holds the adapted ``ippo_ff_overcooked.py``. Prints JSON: env-steps/s (best and
+median over reps) for both and ours/theirs ratios.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import jax
+import numpy as np
+
+p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+p.add_argument("--jaxmarl-ref", required=True, help="folder with the adapted ippo_ff_overcooked.py")
+p.add_argument("--updates", type=int, default=20, help="U: extra updates of the large program")
+p.add_argument("--base-updates", type=int, default=2, help="U0: updates of the small program")
+p.add_argument("--reps", type=int, default=5)
+p.add_argument("--which", default="ours,jaxmarl")
+args = p.parse_args()
+sys.path.insert(0, args.jaxmarl_ref)
+STEPS = 16 * 128  # env steps per update (NUM_ENVS x NUM_STEPS)
+CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "ippo_overcooked_cramped_room.yaml")
+
+
+def build_ours(u):
+    from jaxagents import runner
+
+    train = runner.build(runner.load_config(CONFIG, [f"train.total_timesteps={u * STEPS}"]))
+    assert train.num_updates == u
+    return jax.jit(train).lower(jax.random.key(0)).compile(), jax.random.key(1)
+
+
+def build_jaxmarl(u):
+    import ippo_ff_overcooked as ref
+
+    config = ref.make_config("cramped_room", TOTAL_TIMESTEPS=u * STEPS)
+    train = ref.make_train(config)
+    assert config["NUM_UPDATES"] == u
+    return jax.jit(train).lower(jax.random.PRNGKey(0)).compile(), jax.random.PRNGKey(1)
+
+
+which, U0, U = args.which.split(","), args.base_updates, args.updates
+fns = {}
+for name in which:
+    for u in (U0, U0 + U):
+        t = time.perf_counter()
+        fns[name, u] = {"ours": build_ours, "jaxmarl": build_jaxmarl}[name](u)
+        jax.block_until_ready(fns[name, u][0](fns[name, u][1]))  # warm-up
+        print(f"{name} U={u}: compile + warm-up {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
+times = {k: [] for k in fns}
+loads = []
+for r in range(args.reps):
+    for k, (f, key) in fns.items():
+        t, c = time.perf_counter(), time.process_time()
+        jax.block_until_ready(f(key))
+        times[k].append((time.perf_counter() - t, time.process_time() - c))
+    loads.append(os.getloadavg()[0])
+    print(f"rep {r}: " + " ".join(f"{k[0]}/{k[1]} {v[-1][0]:.2f}s" for k, v in times.items()) + f" load {loads[-1]:.1f}", file=sys.stderr, flush=True)
+res = {"updates": U, "base_updates": U0, "reps": args.reps, "load_1min_per_rep": loads, "cpus": os.cpu_count()}
+for name in which:
+    small, big = np.array(times[name, U0]), np.array(times[name, U0 + U])
+    for i, kind in enumerate(("wall", "cpu")):
+        best = (big[:, i].min() - small[:, i].min()) / U
+        med = (np.median(big[:, i]) - np.median(small[:, i])) / U
+        res[f"{name}_{kind}"] = {"ms_per_update_best": 1e3 * best, "ms_per_update_median": 1e3 * med,
+                                 "env_steps_per_s_best": STEPS / best, "env_steps_per_s_median": STEPS / med}
+if len(which) == 2:
+    for kind in ("wall", "cpu"):
+        for stat in ("best", "median"):
+            a, b = res[f"ours_{kind}"], res[f"jaxmarl_{kind}"]
+            res[f"ratio_{kind}_{stat}"] = a[f"env_steps_per_s_{stat}"] / b[f"env_steps_per_s_{stat}"]
+print(json.dumps(res, indent=1))
