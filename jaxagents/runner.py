@@ -218,6 +218,11 @@ def default_run_dir(config: dict) -> str:
     return os.path.join("runs", f"{config['learner']}-{env_id}-{stamp}")
 
 
+def _shared_update(state):
+    """``state`` with its per-seed update counters ``i32[S]`` (all equal) as one scalar."""
+    return state.replace(update=state.update[0])
+
+
 def run(config: dict | None = None, run_dir: str | None = None, resume: bool = False, quiet: bool = False) -> dict:
     """Train (or resume) a run; returns the results dict also written to
     ``<run_dir>/results.json``."""
@@ -260,11 +265,16 @@ def run(config: dict | None = None, run_dir: str | None = None, resume: bool = F
         if n not in compiled:
             tc = time.perf_counter()
             body = lambda s, n=n: jax.lax.scan(lambda c, _: train.update(c), s, None, n)
-            compiled[n] = jax.jit(jax.vmap(body)).lower(state).compile()
+            # Seeds advance in lockstep, so the update counter is vmapped as one shared
+            # scalar: a `lax.cond` on it (evaluate every K updates) stays a branch
+            # instead of becoming a select that evaluates on every update.
+            axes = jax.tree.map(lambda _: 0, state).replace(update=None)
+            compiled[n] = jax.jit(jax.vmap(body, in_axes=(axes,), out_axes=(axes, 0))).lower(_shared_update(state)).compile()
             compile_s += time.perf_counter() - tc
         fn = compiled[n]
         ts = time.perf_counter()
-        state, metrics = fn(state)
+        state, metrics = fn(_shared_update(state))
+        state = state.replace(update=jnp.broadcast_to(state.update, (S,)))
         jax.block_until_ready(metrics)
         train_s += time.perf_counter() - ts
         done = int(np.asarray(state.update)[0])

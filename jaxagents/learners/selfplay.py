@@ -16,13 +16,21 @@ trains only on its own seats' samples. Pools need a feed-forward network.
 
 Evaluation during training (every ``eval_every`` updates, NaN in between): the
 mean return, win and loss rates per seat against a uniformly random opponent and,
-for tic-tac-toe, against exact minimax; exact exploitability for Kuhn poker (one
-hand) and Leduc hold'em.
+for tic-tac-toe, against exact minimax (``eval/{opponent}/{metric}/seat{k}``, sampled
+games); exact exploitability for Kuhn poker (one hand) and Leduc hold'em.
+
+Tic-tac-toe against minimax is also evaluated *exactly* (``tic_tac_toe_vs_minimax``):
+the probability of each outcome, summed over every game the learner can reach
+against a minimax player that picks uniformly among its optimal moves, for the
+greedy policy (argmax over legal actions: ``eval/minimax/greedy/{loss,win}/seat{k}``)
+and for the sampled policy (``eval/minimax/exact/{loss,win}/seat{k}``). A greedy loss
+rate of exactly 0 means the greedy policy never loses, whatever minimax's tie-breaks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -121,6 +129,87 @@ def exact_tree(env, env_params):
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def _tic_tac_toe_positions():
+    """Every position reachable from the empty tic-tac-toe board (``R`` = 5,478), as
+    host arrays: ``board i32[R, 9]`` (0 empty, 1 X, 2 O), ``mover i32[R]`` (0 X, 1 O),
+    ``winner i32[R]`` (0 none, 1 X, 2 O), ``over bool[R]``, ``child i32[R, 9]`` (row of the
+    position after each move; ``R`` -- a dummy row -- where illegal or over) and
+    ``minimax f32[R, 9]`` (the minimax player's move distribution: uniform over its
+    optimal moves, zero where the game is over)."""
+    from environments.games.tic_tac_toe_minimax import NUM_BOARDS, _LINES, _POW3, solve
+
+    value, q, _ = solve()
+    idx = np.flatnonzero(~np.isnan(value))
+    R = idx.size
+    board = (idx[:, None] // _POW3[None, :]) % 3
+    row = np.full(NUM_BOARDS, R, np.int64)
+    row[idx] = np.arange(R)
+    lines = board[:, np.asarray(_LINES)]  # [R, 8, 3]
+    full_line = (lines[..., 0] != 0) & (lines[..., 0] == lines[..., 1]) & (lines[..., 1] == lines[..., 2])
+    winner = np.max(np.where(full_line, lines[..., 0], 0), axis=1)
+    over = (winner > 0) | np.all(board != 0, axis=1)
+    mover = (np.sum(board != 0, axis=1) % 2).astype(np.int32)
+    legal = (board == 0) & ~over[:, None]
+    child = np.where(legal, row[np.where(legal, idx[:, None] + (mover[:, None] + 1) * _POW3[None, :], 0)], R)
+    qv = q[idx]
+    best = legal & (qv >= np.max(qv, axis=1, keepdims=True) - 1e-6)
+    minimax = best / np.maximum(best.sum(1, keepdims=True), 1)
+    return dict(board=board.astype(np.int32), mover=mover, winner=winner.astype(np.int32), over=over,
+                child=child.astype(np.int32), legal=legal, minimax=minimax.astype(np.float32))
+
+
+def tic_tac_toe_obs(board: jax.Array, seat: int, dim: int) -> jax.Array:
+    """The merged self-play observation ``f32[..., dim]`` of ``seat`` (0 X, 1 O) on
+    ``board i32[..., 9]``: own marks and the opponent's per cell (the env's
+    ``[3, 3, 2]`` flattened row-major), zero padding, then the one-hot role id."""
+    own, opp = (1, 2) if seat == 0 else (2, 1)
+    marks = jnp.stack([board == own, board == opp], -1).astype(jnp.float32).reshape(*board.shape[:-1], 18)
+    pad = jnp.zeros((*board.shape[:-1], dim - 18 - 2), jnp.float32)
+    role = jnp.broadcast_to(jnp.eye(2, dtype=jnp.float32)[seat], (*board.shape[:-1], 2))
+    return jnp.concatenate([marks, pad, role], -1)
+
+
+def tic_tac_toe_vs_minimax(logits_fn, dim: int) -> dict:
+    """Exact outcome probabilities of a policy against minimax in tic-tac-toe.
+
+    Args:
+        logits_fn: ``obs f32[S, dim] -> logits f32[S, >=9]``, the policy in the merged
+            self-play format (see ``tic_tac_toe_obs``).
+        dim: the merged observation size.
+
+    The minimax player picks uniformly among its optimal moves. The probability mass
+    of every reachable position is pushed forward one move at a time (nine plies,
+    a ``segment_sum`` each) with the learner moving by its policy -- greedy (argmax
+    over the legal moves) or sampled (softmax over them) -- and the mass of
+    finished games is collected. Returns ``{"greedy/loss/seat{k}", "greedy/win/seat{k}",
+    "exact/loss/seat{k}", "exact/win/seat{k}"}`` for the learner in seat ``k``
+    (0 plays X, first). Jit-able; one network pass over the 5,478 positions per seat.
+    """
+    pos = _tic_tac_toe_positions()
+    board, mover, child = (jnp.asarray(pos[k]) for k in ("board", "mover", "child"))
+    legal, minimax, winner = jnp.asarray(pos["legal"]), jnp.asarray(pos["minimax"]), jnp.asarray(pos["winner"])
+    over = jnp.asarray(pos["over"])
+    R = board.shape[0]
+    start = jnp.zeros(R, jnp.float32).at[0].set(1.0)  # row 0 is the empty board (index 0)
+    out = {}
+    for seat in (0, 1):
+        logits = jnp.where(legal, logits_fn(tic_tac_toe_obs(board, seat, dim))[:, :9], -jnp.inf)
+        sampled = jnp.where(legal, jax.nn.softmax(logits, -1), 0.0)
+        greedy = jax.nn.one_hot(jnp.argmax(logits, -1), 9) * jnp.any(legal, -1, keepdims=True)
+        for name, pi in (("greedy", greedy), ("exact", sampled)):
+            move = jnp.where((mover == seat)[:, None], pi, minimax)
+            mass, lost, won = start, 0.0, 0.0
+            for _ in range(10):  # a game lasts at most nine moves
+                lost = lost + jnp.sum(jnp.where(over & (winner == 2 - seat), mass, 0.0))
+                won = won + jnp.sum(jnp.where(over & (winner == 1 + seat), mass, 0.0))
+                flow = jnp.where(over[:, None], 0.0, mass[:, None] * move)
+                mass = jax.ops.segment_sum(flow.reshape(-1), child.reshape(-1), R + 1)[:R]
+            out[f"{name}/loss/seat{seat}"] = lost
+            out[f"{name}/win/seat{seat}"] = won
+    return out
+
+
 def make_evaluate(agents, merged, env_params, opponents: dict, tree, num_envs: int, num_steps: int):
     """``evaluate(params, key) -> metrics``: sampled play of the learner against each
     scripted opponent, the learner in seat ``env_index % n``; plus exploitability."""
@@ -166,6 +255,9 @@ def make_evaluate(agents, merged, env_params, opponents: dict, tree, num_envs: i
             metrics.update({f"eval/{name}/{m}": v for m, v in play(params, fn, k).items()})
         if tree is not None:
             metrics["eval/exploitability"] = exploitability(agents, merged, params, tree)
+        if "minimax" in opponents:  # tic-tac-toe: exact outcomes of greedy and sampled play
+            exact = tic_tac_toe_vs_minimax(agents.logits_fn(params, ROLE), merged.roles[ROLE].observation_space.shape[0])
+            metrics.update({f"eval/minimax/{k}": v for k, v in exact.items()})
         return metrics
 
     return evaluate

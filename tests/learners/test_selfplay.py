@@ -50,7 +50,7 @@ def test_returns_are_reported_per_seat(kuhn_run):
 
 def test_tic_tac_toe_minimax_evaluator():
     env = jaxagents.make("tic_tac_toe")
-    cfg = SelfPlayConfig(ppo=dict(num_envs=4, num_steps=4, total_timesteps=16), eval_envs=64, eval_steps=10)
+    cfg = SelfPlayConfig(ppo=dict(num_envs=4, num_steps=4, total_timesteps=16), eval_envs=2048, eval_steps=12)
     train = make_train(cfg, env)
     params = train.agents.init(jax.random.key(0))
     m = jax.jit(train.evaluate)(params, jax.random.key(1))
@@ -59,6 +59,10 @@ def test_tic_tac_toe_minimax_evaluator():
         assert float(m[f"eval/minimax/win/seat{seat}"]) == 0.0
         assert float(m[f"eval/minimax/loss/seat{seat}"]) > 0.5
         assert 0.0 <= float(m[f"eval/random/win/seat{seat}"]) <= 1.0
+        # the exact outcome probabilities agree with the sampled games
+        assert abs(float(m[f"eval/minimax/exact/loss/seat{seat}"]) - float(m[f"eval/minimax/loss/seat{seat}"])) < 0.05
+        assert float(m[f"eval/minimax/exact/win/seat{seat}"]) == 0.0
+        assert 0.0 <= float(m[f"eval/minimax/greedy/loss/seat{seat}"]) <= 1.0
 
 
 def test_config_errors():
@@ -66,3 +70,32 @@ def test_config_errors():
         SelfPlayConfig(pool_prob=1.5)
     with pytest.raises(ValueError, match="recurrent"):
         SelfPlayConfig(ppo=dict(network={"recurrent": True}), pool_size=2)
+
+
+def test_tic_tac_toe_exact_minimax_evaluation():
+    """The exact evaluator's observations match the env's, a perfect policy never
+    loses, a bad one does (agreement with sampled games: the test above)."""
+    from environments.games.tic_tac_toe_minimax import minimax_q
+    from jaxagents.learners.selfplay import merge, tic_tac_toe_obs, tic_tac_toe_vs_minimax
+
+    env = jaxagents.make("tic_tac_toe")
+    merged = merge(env)
+    dim = merged.roles[ROLE].observation_space.shape[0]
+    state, ts = merged.reset(jax.random.key(0), merged.default_params())
+    for a in (4, 0, 8):  # X centre, O corner, X corner
+        state, ts = merged.step(jax.random.key(1), state, {ROLE: jnp.array([a, a])}, merged.default_params())
+    board = state.board if hasattr(state, "board") else state.env_state.board
+    for seat in (0, 1):
+        np.testing.assert_array_equal(ts.obs[ROLE][seat], tic_tac_toe_obs(board, seat, dim))
+
+    def perfect(obs):  # minimax values as logits
+        marks = obs[:, :18].reshape(-1, 9, 2)
+        own_mark = jnp.where(obs[:, -2:-1] > 0, 1, 2)
+        board = (marks[..., 0] * own_mark + marks[..., 1] * (3 - own_mark)).astype(jnp.int32)
+        return jnp.where(jnp.isfinite(minimax_q(board)), minimax_q(board), -1e9)
+
+    m = jax.jit(lambda: tic_tac_toe_vs_minimax(perfect, dim))()
+    for seat in (0, 1):
+        assert float(m[f"greedy/loss/seat{seat}"]) == 0.0 and float(m[f"greedy/win/seat{seat}"]) == 0.0
+    first_cell = jax.jit(lambda: tic_tac_toe_vs_minimax(lambda o: -jnp.arange(9.0) * jnp.ones((o.shape[0], 1)), dim))()
+    assert float(first_cell["greedy/loss/seat0"]) == 1.0  # X: 0, 1, 2 in a row is always blocked, then lost
