@@ -123,6 +123,7 @@ class Rollout:
 SLOW_IDS = {
     "stag_hunt", "chicken", "matching_pennies", "coordination",  # MatrixGame, as prisoners_dilemma
     "robots_foraging", "robots_predator_prey", "robots_material_transport", "robots_warehouse",
+    "mf_opinion_network", "mf_crowd_four_rooms",  # Opinion on a graph, 2-D crowd: tests/environments/meanfield
 }
 
 

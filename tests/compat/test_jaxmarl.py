@@ -311,6 +311,7 @@ def test_round_trip_view_behaves_like_jaxmarl(case):
         assert steps["x_done"]["__all__"].any()
 
 
+@pytest.mark.slow  # compiles JaxMARL's Hanabi, as the slow "hanabi" case
 def test_hanabi_turns_follow_shuffled_seats():
     # Seat order is shuffled: the player to move is seat_order[current seat].
     x = jaxmarl.make("hanabi", num_agents=3, shuffle_player_order=True)

@@ -39,11 +39,18 @@ def _cli(args, cwd, cache):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
+def cache(tmp_path_factory):
+    """A compilation cache shared by this module's CLI runs (they compile the same
+    programs: the uninterrupted run fills it, the killed run and its resumption read it)."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, cache):
     d = tmp_path_factory.mktemp("runs") / "full"
-    cfg = runner.load_config(None, TINY)
-    res = runner.run(cfg, run_dir=str(d), quiet=True)
-    return d, res
+    r = _cli(["train", *TINY, "--run-dir", str(d), "--quiet"], cwd=os.getcwd(), cache=cache)
+    assert r.returncode == 0, r.stderr
+    return d, json.loads((d / "results.json").read_text())
 
 
 def test_run_directory(uninterrupted):
@@ -59,12 +66,12 @@ def test_run_directory(uninterrupted):
     assert yaml.safe_load((d / "config.yaml").read_text())["train"]["ppo"]["num_envs"] == 16
 
 
-def test_killed_run_resumes_bit_identically(uninterrupted, tmp_path):
+def test_killed_run_resumes_bit_identically(uninterrupted, cache, tmp_path):
     full_dir, _ = uninterrupted
     d = tmp_path / "killed"
     proc = subprocess.Popen(
         [sys.executable, "-m", "jaxagents.cli", "train", *TINY, "--run-dir", str(d), "--quiet"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(tmp_path / "cache"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(cache),
     )
     ck = d / "checkpoints"
     deadline = time.time() + 500
@@ -76,7 +83,7 @@ def test_killed_run_resumes_bit_identically(uninterrupted, tmp_path):
     proc.wait()
     steps = sorted(int(p) for p in os.listdir(ck) if p.isdigit())
     assert steps and steps[-1] < 20, f"the run finished before it could be killed: {steps}"
-    r = _cli(["train", "--resume", str(d), "--quiet"], cwd=os.getcwd(), cache=tmp_path / "cache")
+    r = _cli(["train", "--resume", str(d), "--quiet"], cwd=os.getcwd(), cache=cache)
     assert r.returncode == 0, r.stderr
     a = [json.loads(x) for x in (full_dir / "metrics.jsonl").read_text().splitlines()]
     b = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
