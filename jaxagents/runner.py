@@ -342,18 +342,25 @@ def format_results(results: dict) -> str:
     return "\n".join(lines)
 
 
-def evaluate(run_dir: str, seed: int = 1, quiet: bool = False) -> dict:
-    """Evaluate the latest checkpoint of a run (the learner's ``evaluate``: scripted
-    opponents and exploitability for self-play, fresh-episode returns for PPO)."""
+def restore(run_dir: str):
+    """The latest checkpoint of a run: ``(config, train, state, update)``; ``state``
+    is the train state of every seed (leading axis ``num_seeds``)."""
     with open(os.path.join(run_dir, "config.yaml")) as f:
         config = yaml.safe_load(f)
     train = build(config)
-    S = config["num_seeds"]
-    like = jax.jit(jax.vmap(train.init))(jax.random.split(jax.random.key(config["seed"]), S))
+    like = jax.jit(jax.vmap(train.init))(jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
     ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"))
     state, _, _ = ckpt.restore(like)
     step = ckpt.latest_step()
     ckpt.close()
+    return config, train, state, step
+
+
+def evaluate(run_dir: str, seed: int = 1, quiet: bool = False) -> dict:
+    """Evaluate the latest checkpoint of a run (the learner's ``evaluate``: scripted
+    opponents and exploitability for self-play, fresh-episode returns for PPO)."""
+    config, train, state, step = restore(run_dir)
+    S = config["num_seeds"]
     keys = jax.random.split(jax.random.key(seed), S)
     metrics = jax.jit(jax.vmap(train.evaluate))(state.params, keys)
     out = {k: float(np.mean(np.asarray(v))) for k, v in metrics.items()}

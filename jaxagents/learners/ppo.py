@@ -9,7 +9,10 @@ epochs x minibatches -- as one jit-compilable program.
 Feed-forward or recurrent (``network.recurrent``); steps of inactive agents are
 excluded from every loss; ``shaped_reward`` names an ``info`` entry added to the
 reward with a coefficient annealed linearly from 1 to 0 over
-``shaped_reward_horizon`` env steps (Overcooked's standard recipe).
+``shaped_reward_horizon`` env steps (Overcooked's standard recipe);
+``agents_per_update`` trains each role on a random subset of its agent slots (the
+rollout and the advantages still use all of them) for populations of 10^4-10^6
+agents sharing one network.
 
 Besides ``train``, the returned function exposes ``train.init(key, hparams)`` and
 ``train.update(state, hparams)`` (one update) so a runner can checkpoint between
@@ -29,7 +32,7 @@ from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners import estimators
 from jaxagents.learners.agents import Agents
 from jaxagents.learners.rollout import EnvCarry, collect, init_carry
-from jaxagents.learners.update import OPTIMIZERS, Batch, HParams, make_optimizer, ppo_epochs
+from jaxagents.learners.update import OPTIMIZERS, Batch, HParams, make_optimizer, ppo_epochs, subsample_agents
 from jaxagents.nn import NetworkConfig
 
 
@@ -66,6 +69,7 @@ class PPOConfig:
     shaped_reward_horizon: float = 0.0
     bootstrap_truncated: bool | None = None
     reset_budget: int | None = None
+    agents_per_update: int | None = None
 
     def __post_init__(self):
         if isinstance(self.network, dict):
@@ -85,6 +89,10 @@ class PPOConfig:
         for name in ("gamma", "gae_lambda", "rae_alpha"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if self.agents_per_update is not None and (
+            not isinstance(self.agents_per_update, int) or isinstance(self.agents_per_update, bool) or self.agents_per_update < 1
+        ):
+            raise ValueError(f"agents_per_update must be None or a positive int, got {self.agents_per_update!r}")
         if self.advantage not in estimators.ESTIMATORS:
             raise ValueError(f"advantage must be one of {estimators.ESTIMATORS}, got {self.advantage!r}")
         if self.optimizer not in OPTIMIZERS:
@@ -205,6 +213,11 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
             r: Batch(tr.obs, tr.critic_in, tr.action, tr.log_prob, tr.value, tr.mask, tr.reset, *adv[r][:2], adv[r][2].astype(jnp.float32))
             for r, tr in traj.items()
         }
+        if cfg.agents_per_update is not None:  # large populations: train on a random subset of each role's slots
+            k_sub = jax.random.split(jax.random.fold_in(k_upd, 1), len(batches))
+            h0 = dict(h0)
+            for k_r, r in zip(k_sub, list(batches)):
+                batches[r], h0[r] = subsample_agents(batches[r], h0[r], k_r, cfg.agents_per_update)
         progress = state.update / cfg.num_updates
         lr_scale = 1.0 - progress if cfg.anneal_lr else 1.0
         if cfg.ent_coef_final is not None:  # linear entropy annealing (towards Nash in zero-sum self-play)

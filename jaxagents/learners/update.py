@@ -131,6 +131,22 @@ def minibatches(batch: Batch, h0, key, num_minibatches: int, recurrent: bool):
     return jax.tree.map(split, batch), None
 
 
+def subsample_agents(batch: Batch, h0, key, k: int):
+    """Keep ``k`` randomly chosen agent slots of a role's ``[T, E, n, ...]`` batch
+    (the same slots for every time step and environment; ``h0[E, n, H]`` likewise).
+
+    For populations sharing one network (10^4-10^6 agents) the gradient of the mean
+    loss over a uniform subsample of agents is unbiased, and the update's cost no
+    longer grows with ``n``. Roles with ``n <= k`` are returned unchanged."""
+    n = batch.obs.shape[2]
+    if n <= k:
+        return batch, h0
+    idx = jax.random.choice(key, n, (k,), replace=False)
+    batch = jax.tree.map(lambda x: jnp.take(x, idx, axis=2), batch)
+    h0 = None if h0 is None else jax.tree.map(lambda x: jnp.take(x, idx, axis=1), h0)
+    return batch, h0
+
+
 def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HParams, lr_scale, cfg, value_loss: bool):
     """``cfg.update_epochs`` passes of ``cfg.num_minibatches`` gradient steps over
     ``{role: Batch}``. Each role has its own Adam state and its own gradient clip

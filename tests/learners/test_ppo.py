@@ -8,7 +8,7 @@ import pytest
 
 import jaxagents
 from jaxagents.learners import HParams, PPOConfig, make_train
-from jaxagents.learners.update import Batch, role_loss
+from jaxagents.learners.update import Batch, role_loss, subsample_agents
 
 DEFECT = 1  # prisoner's dilemma: action 1 is the dominant one
 
@@ -86,7 +86,7 @@ def test_inactive_samples_do_not_reach_the_loss():
     env = jaxagents.make("matching_pennies")
     cfg = PPOConfig(num_envs=2, num_steps=2, total_timesteps=4)
     train = make_train(cfg, env)
-    params = train.agents.init(jax.random.key(0))["row"]
+    params = jax.jit(train.agents.init)(jax.random.key(0))["row"]  # one compile (eager init dispatches op by op)
     k = jax.random.split(jax.random.key(1), 4)
     shape = (1, 6, 1)
     w = jnp.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0]).reshape(shape)
@@ -99,6 +99,25 @@ def test_inactive_samples_do_not_reach_the_loss():
     hp = HParams.from_config(cfg)
     h0 = train.agents.modules["row"].initial_state((6, 1))
     garbage = b.replace(advantage=b.advantage.at[0, 3:].set(1e6), target=b.target.at[0, 3:].set(-1e6))
-    g1 = jax.grad(lambda p: role_loss(train.agents, "row", p, b, hp, h0, True, True)[0])(params)
-    g2 = jax.grad(lambda p: role_loss(train.agents, "row", p, garbage, hp, h0, True, True)[0])(params)
+    grad = jax.jit(jax.grad(lambda p, batch: role_loss(train.agents, "row", p, batch, hp, h0, True, True)[0]))
+    g1, g2 = grad(params, b), grad(params, garbage)
     jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7), g1, g2)
+
+
+def test_subsample_agents_keeps_whole_agent_slots():
+    t, e, n, k = 3, 2, 10, 4
+    slot = jnp.broadcast_to(jnp.arange(n, dtype=jnp.float32)[None, None, :], (t, e, n))
+    b = Batch(obs=slot[..., None] * jnp.ones(5), critic_in=None, action=slot.astype(jnp.int32), log_prob=slot,
+              value=slot, mask=jnp.ones((t, e, n, 2), bool), reset=jnp.zeros((t, e, n), bool),
+              advantage=slot, target=slot, weight=jnp.ones((t, e, n)))
+    h0 = jnp.broadcast_to(jnp.arange(n, dtype=jnp.float32)[None, :, None], (e, n, 8))
+    sub, h = subsample_agents(b, h0, jax.random.key(0), k)
+    ids = np.asarray(sub.value[0, 0])
+    assert sub.obs.shape == (t, e, k, 5) and sub.mask.shape == (t, e, k, 2) and h.shape == (e, k, 8)
+    assert len(set(ids.tolist())) == k  # distinct slots, without replacement
+    for x in (sub.value, sub.action, sub.obs[..., 0], h[None, ..., 0]):  # the same slots at every (t, env), in every field
+        np.testing.assert_array_equal(np.asarray(x), np.broadcast_to(ids, x.shape))
+    same, h_same = subsample_agents(b, h0, jax.random.key(0), n)
+    assert same is b and h_same is h0
+    with pytest.raises(ValueError, match="agents_per_update"):
+        PPOConfig(agents_per_update=0)

@@ -52,7 +52,7 @@ def test_tic_tac_toe_minimax_evaluator():
     env = jaxagents.make("tic_tac_toe")
     cfg = SelfPlayConfig(ppo=dict(num_envs=4, num_steps=4, total_timesteps=16), eval_envs=2048, eval_steps=12)
     train = make_train(cfg, env)
-    params = train.agents.init(jax.random.key(0))
+    params = jax.jit(train.agents.init)(jax.random.key(0))
     m = jax.jit(train.evaluate)(params, jax.random.key(1))
     for seat in (0, 1):
         # a near-uniform policy never beats perfect play and loses most games

@@ -16,22 +16,6 @@ US = np.array(brackets.BRACKET_SETS["us_federal"])
 THREE = np.array(brackets.BRACKET_SETS["three"])
 
 
-def tax_reference(z, rates, cutoffs):
-    z = np.asarray(z, np.float64)
-    out = np.zeros_like(z)
-    for b in range(len(cutoffs)):
-        width = (cutoffs[b + 1] - cutoffs[b]) if b + 1 < len(cutoffs) else np.inf
-        out += rates[b] * np.clip(z - cutoffs[b], 0, width)
-    return out
-
-
-def utility_reference(post, hours, kind, unit=1000.0, c=0.0005, delta=3.5, eta=0.23, kappa=0.21):
-    if kind == "quasi_linear":
-        return post / unit - c / unit * hours**delta
-    x = np.maximum(post / unit, 1e-6)
-    return (x ** (1 - eta) - 1) / (1 - eta) - kappa * hours
-
-
 def saez_reference(incomes, cutoffs, e, welfare, m=16, h=0.1):
     """The Saez schedule of the policies docstring, written as explicit loops in float64."""
     z = [float(v) for v in incomes]
@@ -152,7 +136,7 @@ def test_elasticity_estimates(best_hours):
 
 @pytest.mark.parametrize("utility", ["quasi_linear", "isoelastic"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_closed_form_best_response_beats_brute_force(best_hours, utility, seed):
+def test_closed_form_best_response_beats_brute_force(ref, best_hours, utility, seed):
     rng = np.random.default_rng(seed)
     env = Taxation(num_workers=8, brackets="us_federal", utility=utility)
     params = env.default_params()
@@ -166,8 +150,8 @@ def test_closed_form_best_response_beats_brute_force(best_hours, utility, seed):
 
     def utility_of(h):
         z = v.astype(np.float64)[:, None] * h
-        post = z - tax_reference(z, rates.astype(np.float64), US) + float(rebate)
-        return utility_reference(post, np.broadcast_to(h, z.shape), utility)
+        post = z - ref.tax(z, rates.astype(np.float64), US) + float(rebate)
+        return ref.utility(post, np.broadcast_to(h, z.shape), utility)
 
     grid = np.linspace(0, 100, 100_001)[None, :]
     best_grid = utility_of(grid).max(axis=1)
@@ -177,7 +161,7 @@ def test_closed_form_best_response_beats_brute_force(best_hours, utility, seed):
     assert np.all(ours <= best_grid + 0.05)
 
 
-def test_best_response_levels_are_the_grid_argmax():
+def test_best_response_levels_are_the_grid_argmax(ref):
     rng = np.random.default_rng(5)
     env = Taxation(num_workers=8, brackets="us_federal", utility="isoelastic")
     params = env.default_params()
@@ -186,7 +170,7 @@ def test_best_response_levels_are_the_grid_argmax():
     idx = np.asarray(policies.best_response_levels(v, rates, US, params, env.hour_levels, 5000.0))
     h = env.hour_levels.astype(np.float64)[None, :]
     z = v.astype(np.float64)[:, None] * h
-    u = utility_reference(z - tax_reference(z, rates.astype(np.float64), US) + 5000.0,
+    u = ref.utility(z - ref.tax(z, rates.astype(np.float64), US) + 5000.0,
                           np.broadcast_to(h, z.shape), "isoelastic")
     np.testing.assert_allclose(u[np.arange(64), idx], u.max(axis=1), rtol=1e-6, atol=1e-6)
 
@@ -196,12 +180,12 @@ def equilibrium():
     return jax.jit(policies.equilibrium)
 
 
-def test_equilibrium_rebate_is_a_fixed_point(equilibrium):
+def test_equilibrium_rebate_is_a_fixed_point(ref, equilibrium):
     params = Taxation(num_workers=8, brackets="three", utility="isoelastic").default_params()
     v = np.exp(np.random.default_rng(1).uniform(np.log(5), np.log(20_000), 500)).astype(np.float32)
     rates = np.array([0.3, 0.4, 0.5], np.float32)
     hours, rebate = equilibrium(v, rates, THREE, params)
-    implied = tax_reference(v * np.asarray(hours, np.float64), rates, THREE).mean()
+    implied = ref.tax(v * np.asarray(hours, np.float64), rates, THREE).mean()
     assert float(rebate) == pytest.approx(implied, rel=1e-3)
     assert 0 < float(rebate) < implied * 1.01 and np.ptp(np.asarray(hours)) > 10  # income effects at work
 

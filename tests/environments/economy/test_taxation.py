@@ -22,24 +22,6 @@ B = len(US)
 HOLD = 2  # index of the 0.0 delta in the default rate deltas
 
 
-def tax_reference(z, rates, cutoffs):
-    """The spec: T(z) = sum_b tau_b * clip(z - c_b, 0, c_{b+1} - c_b), float64 loops."""
-    z = np.asarray(z, np.float64)
-    out = np.zeros_like(z)
-    for b in range(len(cutoffs)):
-        width = (cutoffs[b + 1] - cutoffs[b]) if b + 1 < len(cutoffs) else np.inf
-        out += rates[b] * np.clip(z - cutoffs[b], 0, width)
-    return out
-
-
-def utility_reference(post, hours, kind, unit=1000.0, c=0.0005, delta=3.5, eta=0.23, kappa=0.21):
-    post, hours = np.asarray(post, np.float64), np.asarray(hours, np.float64)
-    if kind == "quasi_linear":
-        return post / unit - c / unit * hours**delta
-    x = np.maximum(post / unit, 1e-6)
-    return (x ** (1 - eta) - 1) / (1 - eta) - kappa * hours
-
-
 @pytest.fixture(scope="module")
 def env():
     # the binned Gini (what economies above 256 workers use); the exact one is checked below
@@ -83,11 +65,11 @@ def one_worker_step(env, step, reset_from):
     rates=hnp.arrays(np.float64, B, elements=st.floats(0, 1)),
     incomes=hnp.arrays(np.float64, 32, elements=st.floats(0, 1e6)),
 )
-def test_tax_and_marginal_rate_match_the_spec(widths, rates, incomes):
+def test_tax_and_marginal_rate_match_the_spec(ref, widths, rates, incomes):
     cutoffs = np.concatenate([[0.0], np.cumsum(widths)])
     z = incomes.astype(np.float32)
     got = np.asarray(_tax(z, rates.astype(np.float32), cutoffs.astype(np.float32)))
-    np.testing.assert_allclose(got, tax_reference(z, rates, cutoffs), rtol=1e-5, atol=0.05)
+    np.testing.assert_allclose(got, ref.tax(z, rates, cutoffs), rtol=1e-5, atol=0.05)
     idx = np.array([np.sum(cutoffs[1:] <= v) for v in z.astype(np.float64)])
     got_idx = np.asarray(_bracket(z, cutoffs.astype(np.float32)))
     # float32 cutoffs may round differently exactly at a boundary: compare off-boundary incomes
@@ -102,9 +84,9 @@ _bracket = jax.jit(brackets.bracket_index)
 _marginal = jax.jit(brackets.marginal_rate)
 
 
-def test_tax_at_cutoffs_and_named_sets():
+def test_tax_at_cutoffs_and_named_sets(ref):
     rates = np.array(brackets.US_FEDERAL_2024_RATES)
-    np.testing.assert_allclose(brackets.tax_at_cutoffs(rates, US), tax_reference(US, rates, US), rtol=1e-6)
+    np.testing.assert_allclose(brackets.tax_at_cutoffs(rates, US), ref.tax(US, rates, US), rtol=1e-6)
     # 2024 single filer owes 1160 + 4266 + 11742.5 = 17168.5 on 100,525
     assert float(brackets.tax(jnp.float32(100_525.0), rates, US)) == pytest.approx(17_168.5, rel=1e-6)
     assert brackets.cutoffs_of("three").tolist() == [0.0, 90_000.0, 159_100.0]
@@ -121,14 +103,14 @@ def test_tax_at_cutoffs_and_named_sets():
     rates=hnp.arrays(np.float64, B, elements=st.floats(0, 1)),
     hours_idx=hnp.arrays(np.int32, N, elements=st.integers(0, 10)),
 )
-def test_taxes_equal_rebates_and_rewards_match_reference(env, one_worker_step, skill, rates, hours_idx):
+def test_taxes_equal_rebates_and_rewards_match_reference(ref, env, one_worker_step, skill, rates, hours_idx):
     params = env.default_params()
     state, ts = one_worker_step(skill.astype(np.float32), rates.astype(np.float32), hours_idx, params)
     info = jax.device_get(ts.info)
     rates32 = rates.astype(np.float32).astype(np.float64)
     hours = hours_idx * 10.0
     z = skill.astype(np.float32).astype(np.float64) * hours
-    tax = tax_reference(z, rates32, US)
+    tax = ref.tax(z, rates32, US)
     rebate = tax.sum() / N
     post = z - tax + rebate
     # every dollar of tax comes back: N * rebate == revenue, sum(post-tax) == GDP
@@ -138,23 +120,23 @@ def test_taxes_equal_rebates_and_rewards_match_reference(env, one_worker_step, s
     reward = np.asarray(ts.reward["worker"], np.float64)
     recovered_post = 1000.0 * (reward + 0.0005 / 1000.0 * hours**3.5)
     assert recovered_post.sum() == pytest.approx(z.sum(), rel=1e-4, abs=1.0)
-    np.testing.assert_allclose(reward, utility_reference(post, hours, "quasi_linear"), rtol=1e-4, atol=2e-3)
+    np.testing.assert_allclose(reward, ref.utility(post, hours, "quasi_linear"), rtol=1e-4, atol=2e-3)
     np.testing.assert_allclose(np.asarray(state.hours), hours)
     assert float(info["gini"]) == pytest.approx(gini_pairs(post), abs=3e-3)
 
 
-def test_isoelastic_utility_and_welfare_functions(env, one_worker_step):
+def test_isoelastic_utility_and_welfare_functions(ref, env, one_worker_step):
     rng = np.random.default_rng(0)
     skill = rng.uniform(5, 3000, N).astype(np.float32)
     rates = rng.uniform(0, 1, B).astype(np.float32)
     hours_idx = rng.integers(0, 11, N).astype(np.int32)
     hours = hours_idx * 10.0
     z = skill.astype(np.float64) * hours
-    tax = tax_reference(z, rates.astype(np.float64), US)
+    tax = ref.tax(z, rates.astype(np.float64), US)
     post = z - tax + tax.sum() / N
     base = env.default_params()
     for util in ("quasi_linear", "isoelastic"):
-        u = utility_reference(post, hours, util)
+        u = ref.utility(post, hours, util)
         for swf in SWFS:
             params = base.replace(utility=jnp.int32(["quasi_linear", "isoelastic"].index(util)),
                                   swf=jnp.int32(SWFS.index(swf)))
@@ -236,7 +218,7 @@ def test_out_of_range_hours_are_clipped_and_flagged(env, one_worker_step):
     assert not bool(ts.info["illegal_action"])
 
 
-def test_continuous_hours_and_rate_actions():
+def test_continuous_hours_and_rate_actions(ref):
     env = Taxation(num_workers=4, brackets="three", continuous_hours=True, planner_action="rates",
                    period_length=2, num_periods=2)
     assert env.roles["worker"].action_space.shape == (1,) and env.roles["planner"].action_space.shape == (3,)
@@ -259,10 +241,10 @@ def test_continuous_hours_and_rate_actions():
     np.testing.assert_allclose(np.asarray(state.hours), [100.0, 0.0, 0.0, 37.5])
     assert bool(ts.info["illegal_action"]) and np.all(np.isfinite(np.asarray(ts.reward["worker"])))
     z = np.array([10.0, 20.0, 30.0, 40.0]) * np.array([100.0, 0.0, 0.0, 37.5])
-    tax = tax_reference(z, np.array([0.3, 1.0, 0.5]), brackets.cutoffs_of("three").astype(np.float64))
+    tax = ref.tax(z, np.array([0.3, 1.0, 0.5]), brackets.cutoffs_of("three").astype(np.float64))
     post = z - tax + tax.mean()
     np.testing.assert_allclose(np.asarray(ts.reward["worker"]),
-                               utility_reference(post, [100.0, 0, 0, 37.5], "quasi_linear"), rtol=1e-5)
+                               ref.utility(post, [100.0, 0, 0, 37.5], "quasi_linear"), rtol=1e-5)
     assert env.gini_bins == 0 and float(ts.info["gini"]) == pytest.approx(gini_pairs(post), abs=1e-6)
 
 
