@@ -252,8 +252,15 @@ def planner_actions_towards(env: Taxation, state, params: TaxationParams, target
 
 def saez_planner_actions(env: Taxation, state, params: TaxationParams, elasticity=0.4,
                          welfare: str = "inverse_income") -> jax.Array:
-    """Planner action toward the Saez rates of the last worker step's incomes."""
-    target = saez_rates(state.skills * state.hours, params.cutoffs, elasticity, welfare)
+    """Planner action toward the Saez rates of the last worker step's incomes. Before
+    anyone has worked (the first planner step of an episode: all hours 0) it uses the
+    incomes of workers best-responding to the rates in force instead, not an all-zero
+    income sample (whose Saez schedule would be 0% everywhere)."""
+    worked = jnp.any(state.hours > 0)
+    hours = jax.lax.cond(
+        worked, lambda: state.hours,
+        lambda: best_response_hours(state.skills, state.rates, params.cutoffs, params, env.max_hours, state.rebate))
+    target = saez_rates(state.skills * hours, params.cutoffs, elasticity, welfare)
     return planner_actions_towards(env, state, params, target)
 
 

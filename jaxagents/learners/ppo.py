@@ -12,7 +12,10 @@ reward with a coefficient annealed linearly from 1 to 0 over
 ``shaped_reward_horizon`` env steps (Overcooked's standard recipe);
 ``agents_per_update`` trains each role on a random subset of its agent slots (the
 rollout and the advantages still use all of them) for populations of 10^4-10^6
-agents sharing one network.
+agents sharing one network. ``role_lr_scale`` multiplies a role's learning rate and
+``role_start_update`` freezes a role until that update (both ``{role: value}``): a
+leader that adapts slower than its followers, or followers trained first against a
+random leader (the taxation planner's curriculum).
 
 Besides ``train``, the returned function exposes ``train.init(key, hparams)`` and
 ``train.update(state, hparams)`` (one update) so a runner can checkpoint between
@@ -70,8 +73,23 @@ class PPOConfig:
     bootstrap_truncated: bool | None = None
     reset_budget: int | None = None
     agents_per_update: int | None = None
+    role_lr_scale: Any = None
+    role_start_update: Any = None
 
     def __post_init__(self):
+        # per-role schedules: {role: value}, kept as sorted pairs so the config stays hashable
+        for name, kind in (("role_lr_scale", float), ("role_start_update", int)):
+            v = getattr(self, name)
+            if v is None:
+                v = {}
+            if not isinstance(v, (dict, tuple)):
+                raise ValueError(f"{name} must be a mapping {{role: {kind.__name__}}}, got {v!r}")
+            v = dict(v)
+            for role, x in v.items():
+                ok = isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0
+                if not ok or (kind is int and not isinstance(x, int)):
+                    raise ValueError(f"{name}[{role!r}] must be a {kind.__name__} >= 0, got {x!r}")
+            object.__setattr__(self, name, tuple(sorted(v.items())))
         if isinstance(self.network, dict):
             object.__setattr__(self, "network", NetworkConfig(**self.network))
         for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"):
@@ -170,6 +188,10 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
     if bootstrap and (central or cfg.network.recurrent):
         raise ValueError("bootstrap_truncated=True needs a feed-forward decentralised critic (IPPO, recurrent=False)")
     hooks = _hooks or {}
+    for name in ("role_lr_scale", "role_start_update"):
+        unknown = sorted(set(dict(getattr(cfg, name))) - set(env.roles))
+        if unknown:
+            raise ValueError(f"{name}: unknown roles {unknown}; the environment's roles are {sorted(env.roles)}")
     vec = VecEnv(env, cfg.num_envs, reset_budget=cfg.reset_budget, final_obs=bootstrap)
     agents = hooks.get("agents") or Agents(env, cfg.network, central_critic=central)
     role_ids, num_role_ids = hooks.get("role_ids") or role_index(env)
@@ -220,6 +242,9 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
                 batches[r], h0[r] = subsample_agents(batches[r], h0[r], k_r, cfg.agents_per_update)
         progress = state.update / cfg.num_updates
         lr_scale = 1.0 - progress if cfg.anneal_lr else 1.0
+        if cfg.role_lr_scale or cfg.role_start_update:  # per-role step sizes (e.g. a slower leader) and frozen starts
+            scale, start = dict(cfg.role_lr_scale), dict(cfg.role_start_update)
+            lr_scale = {r: lr_scale * scale.get(r, 1.0) * (state.update >= start.get(r, 0)) for r in agents.roles}
         if cfg.ent_coef_final is not None:  # linear entropy annealing (towards Nash in zero-sum self-play)
             hp = hp.replace(ent_coef=hp.ent_coef * (1.0 - progress) + cfg.ent_coef_final * progress)
         params, opt_state, metrics = ppo_epochs(agents, state.params, state.opt_state, batches, h0, k_upd, hp, lr_scale, cfg, value_loss)

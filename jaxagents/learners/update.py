@@ -151,7 +151,8 @@ def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HPar
     """``cfg.update_epochs`` passes of ``cfg.num_minibatches`` gradient steps over
     ``{role: Batch}``. Each role has its own Adam state and its own gradient clip
     (one role's large gradients must not shrink another's steps)."""
-    tx = make_optimizer(hp, lr_scale, cfg.optimizer)
+    # ``lr_scale``: one scalar, or {role: scalar} for per-role step sizes
+    txs = {r: make_optimizer(hp, lr_scale[r] if isinstance(lr_scale, dict) else lr_scale, cfg.optimizer) for r in agents.roles}
     recurrent = agents.network.recurrent
     normalize = cfg.normalize == "minibatch"
 
@@ -173,7 +174,7 @@ def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HPar
         new_p, new_s = {}, {}
         for role in agents.roles:
             metrics[f"grad_norm/{role}"] = optax.global_norm(grads[role])
-            upd, new_s[role] = tx.update(grads[role], s[role], p[role])
+            upd, new_s[role] = txs[role].update(grads[role], s[role], p[role])
             new_p[role] = optax.apply_updates(p[role], upd)
         return (new_p, new_s), metrics
 

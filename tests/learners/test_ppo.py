@@ -67,11 +67,21 @@ def test_config_errors():
 @pytest.mark.parametrize("variant", ["mappo", "recurrent"])
 def test_variants_run(variant):
     env = jaxagents.make("stag_hunt")
-    kw = {"central_critic": True} if variant == "mappo" else {"network": {"recurrent": True, "gru_size": 8}}
+    # MAPPO also freezes one role (role_start_update) and slows the other (role_lr_scale)
+    kw = ({"central_critic": True, "role_start_update": {"column": 5}, "role_lr_scale": {"row": 0.5}} if variant == "mappo"
+          else {"network": {"recurrent": True, "gru_size": 8}})
     cfg = PPOConfig(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 2, update_epochs=1, num_minibatches=2, **kw)
     train = make_train(cfg, env)
     state, metrics = jax.jit(train)(jax.random.key(1))
     assert int(state.update) == 2
+    if variant == "mappo":
+        start = jax.jit(train.init)(jax.random.key(1)).params
+        changed = lambda r: any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(start[r]), jax.tree.leaves(state.params[r])))  # noqa: E731
+        assert changed("row") and not changed("column")
+        with pytest.raises(ValueError, match="unknown roles"):
+            make_train(cfg.replace(role_lr_scale={"planner": 0.1}), env)
+        with pytest.raises(ValueError, match="role_start_update"):
+            PPOConfig(role_start_update={"row": 1.5})
     assert all(np.all(np.isfinite(np.asarray(v))) for v in metrics.values())
     if variant == "mappo":
         # the critic reads the global state plus a one-hot agent id

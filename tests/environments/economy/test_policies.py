@@ -241,6 +241,9 @@ def test_scripted_rollouts_reach_their_schedules():
     np.testing.assert_allclose(np.asarray(state.rates), policies.us_federal_rates(), atol=0.05)
     assert np.all(np.isfinite(np.asarray(rewards)))
     assert np.all((np.asarray(saez_plans) >= 0) & (np.asarray(saez_plans) < 5))
+    # before anyone has worked, Saez plans from best-response incomes, not from zeros
+    # (which would cut every rate: delta index 0, -20 points, in every bracket)
+    assert np.any(np.asarray(saez_plans)[0] > 0)
     # the workers best-respond: their hours are the grid argmax given the last rebate
     idx = policies.best_response_levels(state.skills, state.rates, US, params, env.hour_levels, state.rebate)
     np.testing.assert_allclose(np.asarray(state.hours), env.hour_levels[np.asarray(idx)])
