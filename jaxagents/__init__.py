@@ -22,12 +22,12 @@ from jaxagents.core import (
     register,
     spec,
 )
-from jaxagents.core.wrappers import AutoReset, EpisodeStats, FlattenObservation, MergeRoles, VecEnv
+from jaxagents.core.wrappers import AutoReset, EpisodeStats, FlattenObservation, MergeRoles, ScriptedRoles, VecEnv
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Box", "Discrete", "MultiDiscrete", "Space", "Role", "TimeStep", "Env", "EmptyParams",
     "random_actions", "make", "register", "list_envs", "spec",
-    "AutoReset", "VecEnv", "EpisodeStats", "FlattenObservation", "MergeRoles",
+    "AutoReset", "VecEnv", "EpisodeStats", "FlattenObservation", "MergeRoles", "ScriptedRoles",
 ]

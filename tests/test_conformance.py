@@ -26,6 +26,7 @@ MAKE_KWARGS = {
     "rware": {"horizon": 50},
     "market": {"num_citizens": 16, "horizon": 50, "tax_period": 10},
     "macro": {"num_households": 16, "num_firms": 2},
+    "macro_central_bank": {"num_households": 16, "num_firms": 2},
     "taxation": {"num_workers": 32, "period_length": 4, "num_periods": 3},
     # short steps keep compiles small; the safety filter is covered on navigation here
     # and in tests/environments/robots
@@ -33,7 +34,7 @@ MAKE_KWARGS = {
     **{k: {"ticks_per_step": 5, "filter_iters": 5, "safety": False} for k in ("robots_foraging", "robots_predator_prey", "robots_discovery", "robots_material_transport", "robots_warehouse", "robots_arctic_transport", "robots_continuous_rware")},
     **{k: {"num_agents": 64} for k in ("mf_opinion", "mf_opinion_network", "mf_epidemic", "mf_crowd", "mf_crowd_four_rooms")},
 }
-DRIFT_TOLERANCE = {"macro": 1e-3, "taxation": 1e-5}
+DRIFT_TOLERANCE = {"macro": 1e-3, "macro_central_bank": 1e-3, "taxation": 1e-5}
 
 
 def _illegal_actions(env, key):
@@ -124,6 +125,7 @@ SLOW_IDS = {
     "stag_hunt", "chicken", "matching_pennies", "coordination",  # MatrixGame, as prisoners_dilemma
     "robots_foraging", "robots_predator_prey", "robots_material_transport", "robots_warehouse",
     "mf_opinion_network", "mf_crowd_four_rooms",  # Opinion on a graph, 2-D crowd: tests/environments/meanfield
+    "macro_central_bank",  # macro under ScriptedRoles: tests/core/test_scripted_roles.py, tests/environments/economy
 }
 
 

@@ -113,6 +113,7 @@ def _register_builtin() -> None:
     e = "environments.economy"
     register("taxation", f"{e}.taxation:Taxation", description="Stackelberg labour/tax game: N workers choose hours, a planner sets bracket rates every K worker steps (GB2/Pareto/uniform skills, flat/three/US brackets, lump-sum rebate)")
     register("macro", f"{e}.macro:MacroEconomy", description="Macro economy (EconGym roles): households, firms, bank, government, central bank; stock-flow consistent")
+    register("macro_central_bank", f"{e}.macro.scripted:CentralBankEconomy", description="Macro economy, central bank only: households, firms, bank and government follow scripted rules (ScriptedRoles)")
     register("market", f"{e}.market:Market", description="Gather-craft-trade market (AI Economist GTB, flattened like EconoJax): unit-order double auction per resource, periodic bracket tax")
     r = "environments.robots"
     register("robots_navigation", f"{r}.navigation:Navigation", description="Robotarium arena: each robot drives to its own goal (CBF safety filter)")
