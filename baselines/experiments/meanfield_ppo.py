@@ -18,6 +18,9 @@ The PPO recipe is read from ``--config`` (default ``ippo_mf_crowd.yaml``) with
 
     python baselines/experiments/meanfield_ppo.py --replot curve.png run1.json run2.json
 
+For 10^5-10^6 agents add ``train.agents_per_update=10000``: each update then trains on
+10^4 randomly chosen agents (x 10 steps) while the rollout moves all N.
+
 Prints one line per evaluation and the solvers' exploitability; ``--out`` writes all
 of it as JSON. Env steps count steps of one environment (all its N agents at once);
 agent steps = env steps x N.
@@ -121,7 +124,9 @@ def plot(runs, path):
     fig, (l, r) = plt.subplots(1, 2, figsize=(9.5, 3.6))
     for i, o in enumerate(runs):
         n = o["args"]["num_agents"]
-        line, = l.plot(o["env_steps"], o["ppo_exploitability"], label=f"PPO N=$10^{{{round(np.log10(n))}}}$, seed {o['config']['seed']}")
+        k = o["config"]["train"].get("agents_per_update")
+        sub = f", {k:,} agents/update" if k and k < n else ""
+        line, = l.plot(o["env_steps"], o["ppo_exploitability"], label=f"PPO N=$10^{{{round(np.log10(n))}}}$, seed {o['config']['seed']}{sub}")
         if i == 0:
             l.plot(o["env_steps"], o["ppo_greedy_exploitability"], ls=":", color=line.get_color(), lw=0.8, label="  its greedy policy")
     o = runs[0]

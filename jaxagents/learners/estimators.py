@@ -49,17 +49,19 @@ def compute(cfg, hp, traj: dict, last_value: dict, role_ids: dict, baseline: jax
     ``baseline`` table's role axis (``[1, P]``)."""
     out = {}
     ep_entries = []  # (returns, role ids, mask) of finished episodes, for the RAE table
+    role_gamma = dict(getattr(cfg, "role_gamma", ()) or ())
     for role, tr in traj.items():
         learn = tr.active & tr.learner
         rid = jnp.broadcast_to(role_ids[role], tr.reward.shape)
+        gamma_r = role_gamma.get(role, hp.gamma)  # a role's own discount overrides the traced one
         if cfg.advantage == "gae":
             adv, target = A.gae(
-                tr.reward, tr.value, tr.terminated, tr.truncated, last_value[role], hp.gamma, hp.gae_lambda,
+                tr.reward, tr.value, tr.terminated, tr.truncated, last_value[role], gamma_r, hp.gae_lambda,
                 final_values=tr.final_value, active=tr.active,
             )
             weight = learn
         else:
-            gamma = 1.0 if cfg.advantage in ("rae", "grpo") else hp.gamma
+            gamma = 1.0 if cfg.advantage in ("rae", "grpo") else gamma_r
             ret, complete = A.turn_returns(tr.reward, tr.terminated, tr.truncated, gamma, active=tr.active)
             weight = learn & complete
             target = ret

@@ -15,7 +15,8 @@ rollout and the advantages still use all of them) for populations of 10^4-10^6
 agents sharing one network. ``role_lr_scale`` multiplies a role's learning rate and
 ``role_start_update`` freezes a role until that update (both ``{role: value}``): a
 leader that adapts slower than its followers, or followers trained first against a
-random leader (the taxation planner's curriculum).
+random leader (the taxation planner's curriculum); ``role_gamma`` gives a role its
+own discount (myopic followers whose actions only change their current reward).
 
 Besides ``train``, the returned function exposes ``train.init(key, hparams)`` and
 ``train.update(state, hparams)`` (one update) so a runner can checkpoint between
@@ -75,10 +76,11 @@ class PPOConfig:
     agents_per_update: int | None = None
     role_lr_scale: Any = None
     role_start_update: Any = None
+    role_gamma: Any = None
 
     def __post_init__(self):
-        # per-role schedules: {role: value}, kept as sorted pairs so the config stays hashable
-        for name, kind in (("role_lr_scale", float), ("role_start_update", int)):
+        # per-role settings: {role: value}, kept as sorted pairs so the config stays hashable
+        for name, kind in (("role_lr_scale", float), ("role_start_update", int), ("role_gamma", float)):
             v = getattr(self, name)
             if v is None:
                 v = {}
@@ -89,6 +91,8 @@ class PPOConfig:
                 ok = isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0
                 if not ok or (kind is int and not isinstance(x, int)):
                     raise ValueError(f"{name}[{role!r}] must be a {kind.__name__} >= 0, got {x!r}")
+            if name == "role_gamma" and any(x > 1 for x in v.values()):
+                raise ValueError(f"role_gamma values must be in [0, 1], got {v!r}")
             object.__setattr__(self, name, tuple(sorted(v.items())))
         if isinstance(self.network, dict):
             object.__setattr__(self, "network", NetworkConfig(**self.network))
@@ -188,7 +192,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
     if bootstrap and (central or cfg.network.recurrent):
         raise ValueError("bootstrap_truncated=True needs a feed-forward decentralised critic (IPPO, recurrent=False)")
     hooks = _hooks or {}
-    for name in ("role_lr_scale", "role_start_update"):
+    for name in ("role_lr_scale", "role_start_update", "role_gamma"):
         unknown = sorted(set(dict(getattr(cfg, name))) - set(env.roles))
         if unknown:
             raise ValueError(f"{name}: unknown roles {unknown}; the environment's roles are {sorted(env.roles)}")

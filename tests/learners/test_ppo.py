@@ -131,3 +131,28 @@ def test_subsample_agents_keeps_whole_agent_slots():
     assert same is b and h_same is h0
     with pytest.raises(ValueError, match="agents_per_update"):
         PPOConfig(agents_per_update=0)
+
+
+def test_role_gamma_overrides_the_discount_of_one_role():
+    from types import SimpleNamespace
+
+    from jaxagents.learners import estimators
+
+    t, e, n = 4, 1, 2
+    rng = np.random.default_rng(0)
+    tr = lambda: SimpleNamespace(  # noqa: E731
+        reward=jnp.asarray(rng.normal(size=(t, e, n)), jnp.float32), value=jnp.asarray(rng.normal(size=(t, e, n)), jnp.float32),
+        terminated=jnp.zeros((t, e, n), bool), truncated=jnp.zeros((t, e, n), bool), final_value=jnp.zeros((t, e, n)),
+        active=jnp.ones((t, e, n), bool), learner=jnp.ones((t, e, n), bool))
+    traj = {"follower": tr(), "leader": tr()}
+    last = {r: jnp.ones((e, n)) for r in traj}
+    cfg = PPOConfig(role_gamma={"follower": 0.0}, normalize="none")
+    hp = HParams.from_config(cfg)
+    out, _ = estimators.compute(cfg, hp, traj, last, {"follower": jnp.zeros(n, jnp.int32), "leader": jnp.ones(n, jnp.int32)}, jnp.zeros((1, 2)))
+    f = traj["follower"]
+    np.testing.assert_allclose(out["follower"][0], f.reward - f.value, atol=1e-6)  # myopic: A = r - V
+    plain, _ = estimators.compute(PPOConfig(normalize="none"), hp, traj, last, {"follower": jnp.zeros(n, jnp.int32), "leader": jnp.ones(n, jnp.int32)}, jnp.zeros((1, 2)))
+    np.testing.assert_array_equal(out["leader"][0], plain["leader"][0])  # the other role keeps hp.gamma
+    assert not np.allclose(plain["follower"][0], out["follower"][0])
+    with pytest.raises(ValueError, match="role_gamma"):
+        PPOConfig(role_gamma={"follower": 1.5})
