@@ -126,6 +126,7 @@ SLOW_IDS = {
     "robots_foraging", "robots_predator_prey", "robots_material_transport", "robots_warehouse",
     "mf_opinion_network", "mf_crowd_four_rooms",  # Opinion on a graph, 2-D crowd: tests/environments/meanfield
     "macro_central_bank",  # macro under ScriptedRoles: tests/core/test_scripted_roles.py, tests/environments/economy
+    "macro", "taxation", "market",  # their own jit/vmap rollouts (over params too): tests/environments/economy
 }
 
 
