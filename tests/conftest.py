@@ -22,10 +22,11 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-# The longest test files run first. CI runs `-n 2 --dist loadfile`: xdist hands whole files to
-# the two workers in collection order, so a long file collected last (the notebooks,
-# ~3 minutes) would run alone at the end while the other worker idles. Scheduling the
-# longest first balances the workers. Only the order changes; every test still runs.
+# The longest test files run first. CI runs `-n 2 --dist loadfile --no-loadscope-reorder`:
+# xdist hands whole files to the two workers in collection order (by default it would
+# order them by their number of tests, which put the notebooks, ~3 minutes in 6 tests,
+# last, running alone while the other worker idled). Longest first balances the two
+# workers. Only the order changes; every test still runs.
 _LONG_FIRST = ("test_notebooks.py", "test_conformance.py", "learners/test_runner.py", "learners/test_ppo.py")
 
 
