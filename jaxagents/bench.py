@@ -53,6 +53,7 @@ import jax.numpy as jnp
 
 from jaxagents.core import spaces as ja_spaces
 from jaxagents.core.env import Env, random_actions
+from jaxagents.core.rng import check_rng
 from jaxagents.core.registry import make
 from jaxagents.core.types import Role
 from jaxagents.core.wrappers.autoreset import AutoReset, VecEnv
@@ -96,9 +97,11 @@ class BenchRow:
     median_env_steps_per_s: float
     best_agent_steps_per_s: float
     median_agent_steps_per_s: float
+    action_rng: str = "threefry"  # how the harness drew the random actions (``random_actions``)
 
     @classmethod
-    def from_times(cls, *, library, env, mode, num_agents, num_envs, steps, compile_s, times_s, episodes):
+    def from_times(cls, *, library, env, mode, num_agents, num_envs, steps, compile_s, times_s, episodes,
+                   action_rng="threefry"):
         work = num_envs * steps
         best, median = min(times_s), statistics.median(times_s)
         return cls(
@@ -116,6 +119,7 @@ class BenchRow:
             median_env_steps_per_s=work / median,
             best_agent_steps_per_s=work * num_agents / best,
             median_agent_steps_per_s=work * num_agents / median,
+            action_rng=action_rng,
         )
 
 
@@ -175,11 +179,13 @@ class BenchResult:
     def footer(self) -> str:
         m = self.machine
         repeats = sorted({r.repeats for r in self.rows})
+        rngs = sorted({r.action_rng for r in self.rows})
         lines = [
             f"machine: {m.get('cpu_model') or m.get('processor') or '?'} ({m.get('cpu_count')} CPUs), "
             f"{m.get('platform')}; jax {m.get('jax')}, jaxlib {m.get('jaxlib')}, backend {m.get('backend')} "
             f"({m.get('device_kind')} x{m.get('device_count')}); python {m.get('python')}; {m.get('timestamp')}",
-            f"protocol: jit(lax.scan) of batched steps with auto-reset and random legal actions; "
+            f"protocol: jit(lax.scan) of batched steps with auto-reset and random legal actions "
+            f"({'/'.join(rngs)}); "
             f"compile_s = trace+lower+compile (AOT); 1 warm-up, best/median of {'/'.join(map(str, repeats))} timed runs",
         ]
         if m.get("jaxmarl"):
@@ -457,7 +463,19 @@ def _reward_sum(reward: dict) -> jax.Array:
     return sum(jnp.sum(v, dtype=jnp.float32) for v in reward.values())
 
 
-def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.Array, params):
+def carried_timestep(env: Env, ts):
+    """The time step as the scan carries it: without the masks of roles declared
+    ``always_legal``. Those masks are constants (all True) that ``random_actions``
+    does not read, so the env still builds them but XLA need not write ~N x n bytes
+    per step into the carry; every other field (observations included) stays live."""
+    static = [k for k, r in env.roles.items() if r.always_legal]
+    if not static:
+        return ts
+    return ts.replace(action_mask={k: v for k, v in ts.action_mask.items() if k not in static})
+
+
+def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.Array, params,
+                       action_rng: str = "threefry"):
     """``(run, args)`` for one of ``MODES``. ``args`` = (key, state, timestep, params),
     every leaf with a leading ``num_envs`` axis except key and params."""
     k_reset, k_run = jax.random.split(key)
@@ -465,7 +483,7 @@ def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.
     # timestep's action masks, shape {role: [num_envs, n_role, ...]}; one batched call
     # (not a vmap) so that its all-legal fast path stays a real branch.
     def sample(k, state, ts):
-        return random_actions(env, k, ts, batch_shape=(num_envs,))
+        return random_actions(env, k, ts, batch_shape=(num_envs,), rng=action_rng)
 
     if mode == "vec":
         venv = VecEnv(env, num_envs)
@@ -473,7 +491,7 @@ def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.
 
         def step(k, state, ts, actions, params):
             state, ts = venv.step(k, state, actions, params)
-            return state, ts, _reward_sum(ts.reward), jnp.sum(ts.done, dtype=jnp.int32)
+            return state, carried_timestep(env, ts), _reward_sum(ts.reward), jnp.sum(ts.done, dtype=jnp.int32)
 
     else:
         inner = AutoReset(env) if mode == "autoreset" else env
@@ -485,10 +503,10 @@ def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.
 
         def step(k, state, ts, actions, params):
             state, ts = vstep(jax.random.split(k, num_envs), state, actions, params)
-            return state, ts, _reward_sum(ts.reward), jnp.sum(ts.done, dtype=jnp.int32)
+            return state, carried_timestep(env, ts), _reward_sum(ts.reward), jnp.sum(ts.done, dtype=jnp.int32)
 
     state, ts = jax.jit(reset)(k_reset, params)
-    return _scan_rollout(sample, step, steps), (k_run, state, ts, params)
+    return _scan_rollout(sample, step, steps), (k_run, state, carried_timestep(env, ts), params)
 
 
 JAXMARL_PREFIX = "jaxmarl:"
@@ -525,6 +543,7 @@ def benchmark(
     env_kwargs: dict | None = None,
     seed: int = 0,
     progress: Callable[[BenchRow], None] | None = None,
+    action_rng: str = "threefry",
 ) -> BenchResult:
     """Measure the throughput of a jaxagents environment with the protocol above.
 
@@ -542,6 +561,9 @@ def benchmark(
         env_kwargs: constructor arguments when ``env_or_id`` is an id.
         seed: PRNG seed of the resets and actions.
         progress: called with each ``BenchRow`` as soon as it is measured.
+        action_rng: how ``random_actions`` draws the actions: ``"threefry"`` (default)
+            or ``"hash"`` (``jaxagents.core.rng``; with 10^5-10^6 agents per env the
+            threefry draw costs about as much as a cheap env's step on CPU).
 
     Returns:
         ``BenchResult`` with one row per (mode, num_envs), modes outermost.
@@ -550,10 +572,11 @@ def benchmark(
     steps = _check_count("steps", steps)
     repeats = _check_count("repeats", repeats)
     modes = _check_modes(mode)
+    check_rng(action_rng)
     if isinstance(env_or_id, str) and env_or_id.startswith(PGX_PREFIX):
-        if modes != ("vec",) or params is not None or env_kwargs:
+        if modes != ("vec",) or params is not None or env_kwargs or action_rng != "threefry":
             raise ValueError(f"{env_or_id}: pgx's own step and auto-reset are measured (benchmark_pgx); "
-                             "mode, params and env_kwargs do not apply")
+                             "mode, params, env_kwargs and action_rng do not apply")
         return benchmark_pgx(env_or_id, sizes, steps, repeats, seed=seed, progress=progress)
     env, label = _resolve_env(env_or_id, env_kwargs)
     # Traced params cannot raise inside the compiled program, so check them here.
@@ -562,11 +585,11 @@ def benchmark(
     rows = []
     for m in modes:
         for n in sizes:
-            run, args = _jaxagents_program(env, m, n, steps, key, params)
+            run, args = _jaxagents_program(env, m, n, steps, key, params, action_rng)
             compile_s, times, episodes = _measure(run, args, repeats)
             row = BenchRow.from_times(library="jaxagents", env=label, mode=m, num_agents=env.num_agents,
                                       num_envs=n, steps=steps, compile_s=compile_s, times_s=times,
-                                      episodes=episodes)
+                                      episodes=episodes, action_rng=action_rng)
             rows.append(row)
             if progress is not None:
                 progress(row)

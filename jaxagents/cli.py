@@ -80,6 +80,8 @@ def cmd_bench(args) -> int:
         raise CLIError("--compare-pgx compares one ENV_ID, not --all")
     if args.compare_pgx and args.compare_jaxmarl:
         raise CLIError("give either --compare-jaxmarl or --compare-pgx, not both")
+    if args.action_rng != "threefry" and (args.compare_jaxmarl or args.compare_pgx):
+        raise CLIError("--action-rng applies to a single library's run; comparisons draw both sides with threefry")
     if args.jaxmarl_kwarg and not args.compare_jaxmarl:
         raise CLIError("--jaxmarl-kwarg only applies with --compare-jaxmarl (a jaxmarl:ID env takes --env-kwarg)")
     command = "jaxagents " + " ".join(shlex.quote(a) for a in args.argv)
@@ -108,7 +110,8 @@ def cmd_bench(args) -> int:
         print("\n" + result.ratio_title())
         print(result.ratio_table())
     else:
-        results = [bench.benchmark(i, env_kwargs=env_kwargs if not args.all else None, **common) for i in ids]
+        results = [bench.benchmark(i, env_kwargs=env_kwargs if not args.all else None, action_rng=args.action_rng,
+                                   **common) for i in ids]
         result = merged = bench.BenchResult.merge(results, command=command)
         print(merged.table())
     if merged.overheads():
@@ -146,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="scan length per timed run (default 1000; with --all 200)")
     sb.add_argument("--repeats", type=int, default=None, help="timed runs after the warm-up (default 3)")
     sb.add_argument("--mode", default="vec", help="vec (default), autoreset, bare, or all")
+    sb.add_argument("--action-rng", default="threefry", choices=("threefry", "hash"),
+                    help="how the random actions are drawn: threefry (default) or hash (cheaper with 10^5+ agents)")
     sb.add_argument("--json", metavar="FILE", help="write the results as JSON")
     sb.add_argument("--plot", metavar="FILE", help="write env-steps/s vs num_envs as an image")
     sb.add_argument("--compare-jaxmarl", metavar="JAXMARL_ID", help="also measure this JaxMARL env, same protocol")

@@ -81,7 +81,7 @@ def test_benchmark_pgx_prefix_and_errors():
     pytest.importorskip("pgx")
     with pytest.raises(ValueError, match="Did you mean: leduc_holdem"):
         bench.benchmark_pgx("leduc_holdme", num_envs=1, steps=1, repeats=1)
-    with pytest.raises(ValueError, match="mode, params and env_kwargs do not apply"):
+    with pytest.raises(ValueError, match="mode, params, env_kwargs and action_rng do not apply"):
         bench.benchmark("pgx:kuhn_poker", num_envs=1, steps=1, repeats=1, mode="all")
     with pytest.raises(ValueError, match="unknown pgx environment id 'tictactoe'"):
         bench.compare_pgx("tic_tac_toe", "tictactoe", num_envs=1, steps=1, repeats=1)

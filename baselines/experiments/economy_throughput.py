@@ -17,7 +17,7 @@ Agent-steps count the N workers and the planner. Memory per agent is the bytes o
 the batched state plus time step divided by the agents.
 
     python baselines/experiments/economy_throughput.py --sizes 1000 10000 100000 1000000 \
-        --economies 1024 --small-n 100 --steps 104 [--out throughput.json]
+        --economies 1024 --small-n 100 --steps 104 [--action-rng hash] [--out throughput.json]
 """
 
 import argparse
@@ -39,6 +39,8 @@ def parse():
     p.add_argument("--small-n", type=int, default=100)
     p.add_argument("--steps", type=int, default=104, help="one default episode is 104 steps")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--action-rng", default="threefry", choices=("threefry", "hash"),
+                   help="how the harness draws the random actions (jaxagents.core.rng)")
     p.add_argument("--out", default=None)
     return p.parse_args()
 
@@ -59,7 +61,7 @@ def per_economy_params(env, num: int, key):
     )
 
 
-def vmapped_params_program(env, num: int, steps: int, key):
+def vmapped_params_program(env, num: int, steps: int, key, action_rng: str = "threefry"):
     """Like ``bench``'s ``autoreset`` program but with ``vmap`` over (key, state,
     actions, params)."""
     wrapped = jaxagents.AutoReset(env)
@@ -67,13 +69,15 @@ def vmapped_params_program(env, num: int, steps: int, key):
     for i in range(min(num, 4)):  # host validation of a few members (all are in range by construction)
         env.validate_params(jax.tree.map(lambda x: x[i], params))
     state, ts = jax.jit(jax.vmap(wrapped.reset))(jax.random.split(key, num), params)
+    ts = bench.carried_timestep(env, ts)  # as bench's programs carry it (no always-legal masks)
 
     def run(key, state, ts, params):
         def body(carry, _):
             key, state, ts, ret = carry
             key, k_act, k_step = jax.random.split(key, 3)
-            actions = random_actions(env, k_act, ts, batch_shape=(num,))
+            actions = random_actions(env, k_act, ts, batch_shape=(num,), rng=action_rng)
             state, ts = jax.vmap(wrapped.step)(jax.random.split(k_step, num), state, actions, params)
+            ts = bench.carried_timestep(env, ts)
             return (key, state, ts, ret + sum(jnp.sum(r) for r in ts.reward.values())), None
 
         return jax.lax.scan(body, (key, state, ts, jnp.zeros(())), None, length=steps)[0]
@@ -86,7 +90,7 @@ def main():
     rows = []
     for n in a.sizes:
         env = jaxagents.make("taxation", num_workers=n)
-        res = bench.benchmark(env, num_envs=1, steps=a.steps, repeats=a.repeats)
+        res = bench.benchmark(env, num_envs=1, steps=a.steps, repeats=a.repeats, action_rng=a.action_rng)
         r = res.rows[0]
         state, ts = env.reset(jax.random.key(0))
         rows.append({"setting": f"1 economy x {n:,} workers", "agents": n + 1, "env_steps_per_s": r.best_env_steps_per_s,
@@ -94,14 +98,15 @@ def main():
                      "compile_s": r.compile_s, "bytes_per_agent": (nbytes(state) + nbytes(ts)) / (n + 1)})
         print(rows[-1], flush=True)
     env = jaxagents.make("taxation", num_workers=a.small_n)
-    res = bench.benchmark(env, num_envs=a.economies, steps=a.steps, repeats=a.repeats, mode=("vec", "autoreset"))
+    res = bench.benchmark(env, num_envs=a.economies, steps=a.steps, repeats=a.repeats, mode=("vec", "autoreset"),
+                          action_rng=a.action_rng)
     for r in res.rows:
         how = "VecEnv" if r.mode == "vec" else "vmap(AutoReset)"
         rows.append({"setting": f"{a.economies:,} economies x {a.small_n} workers, shared params, {how}", "agents": a.small_n + 1,
                      "env_steps_per_s": r.best_env_steps_per_s, "agent_steps_per_s": r.best_agent_steps_per_s,
                      "median_agent_steps_per_s": r.median_agent_steps_per_s, "compile_s": r.compile_s})
         print(rows[-1], flush=True)
-    run, args = vmapped_params_program(env, a.economies, a.steps, jax.random.key(0))
+    run, args = vmapped_params_program(env, a.economies, a.steps, jax.random.key(0), a.action_rng)
     compile_s, times, _ = bench._measure(run, args, a.repeats)
     env_steps = a.economies * a.steps
     rows.append({"setting": f"{a.economies:,} economies x {a.small_n} workers, own params each, vmap(AutoReset)",
@@ -109,7 +114,7 @@ def main():
                  "agent_steps_per_s": env_steps * (a.small_n + 1) / min(times),
                  "median_agent_steps_per_s": env_steps * (a.small_n + 1) / float(np.median(times)), "compile_s": compile_s})
     print(rows[-1], flush=True)
-    out = {"rows": rows, "machine": bench.machine_info(), "steps": a.steps}
+    out = {"rows": rows, "machine": bench.machine_info(), "steps": a.steps, "action_rng": a.action_rng}
     if a.out:
         with open(a.out, "w") as f:
             json.dump(out, f, indent=1)

@@ -31,12 +31,11 @@ values are clipped to ``[0, 1]`` against float32 rounding.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 
 from environments.economy import brackets
+from jaxagents.core.histogram import counts_and_sums
 
 
 def _float(x):
@@ -126,33 +125,10 @@ def gini_binned(x, bins_per_octave: int = 32, octaves: int = 16, total=None):
 
 
 def histogram(idx, values, num_bins: int):
-    """``(counts, sums)`` of ``values`` per bin ``idx`` (``[N]`` each): ``f32[num_bins]`` twice.
-
-    Under ``vmap`` a plain scatter-add becomes a batched scatter whose index tuples
-    ``[B * N, 2]`` are materialised (at a million agents that, not the histogram,
-    dominated a step, even for ``B = 1``); this one offsets the bins of economy ``b`` by
-    ``b * num_bins`` and scatters once into a flat ``B * num_bins`` histogram instead,
-    also under nested ``vmap``. Counts are exact up to ``2^24`` per bin (float32).
-    """
-    return _histogram_fn(int(num_bins))(idx, values)
-
-
-@functools.lru_cache(maxsize=None)
-def _histogram_fn(num_bins: int):
-    @jax.custom_batching.custom_vmap
-    def hist(idx, values):
-        counts = jax.ops.segment_sum(jnp.ones_like(values), idx, num_bins)
-        return counts, jax.ops.segment_sum(values, idx, num_bins)
-
-    @hist.def_vmap
-    def rule(axis_size, in_batched, idx, values):
-        idx = idx if in_batched[0] else jnp.broadcast_to(idx, (axis_size,) + idx.shape)
-        values = values if in_batched[1] else jnp.broadcast_to(values, (axis_size,) + values.shape)
-        flat = (idx + num_bins * jnp.arange(axis_size, dtype=idx.dtype)[:, None]).reshape(-1)
-        counts, sums = _histogram_fn(num_bins * axis_size)(flat, values.reshape(-1))
-        return (counts.reshape(axis_size, num_bins), sums.reshape(axis_size, num_bins)), (True, True)
-
-    return hist
+    """``(counts, sums)`` of ``values`` per bin ``idx`` (``[N]`` each): ``f32[num_bins]``
+    twice; ``jaxagents.core.histogram.counts_and_sums`` (one scatter, ``vmap``-friendly).
+    Counts are exact up to ``2^24`` per bin (float32)."""
+    return counts_and_sums(idx, values, num_bins)
 
 
 def atkinson(x, epsilon):

@@ -40,7 +40,8 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Env
-from environments.meanfield.rng import agent_uniforms, check_rng
+from jaxagents.core.histogram import counts
+from jaxagents.core.rng import agent_uniforms, check_rng
 
 ROLE = "agent"
 MASS_TOL = 1e-4  # tolerance on "sums to 1" for host-side checks (f32 histograms)
@@ -102,9 +103,9 @@ def check_int_arg(name: str, value, lo: int, hi: int | None = None) -> int:
 def histogram(idx: jax.Array, num_bins: int) -> jax.Array:
     """``f32[num_bins]`` fraction of entries of ``idx`` (``i32[N]``) in each bin.
 
-    ``bincount`` with a static length: one scatter-add over the agents, ``O(N)``."""
-    counts = jnp.bincount(idx, length=num_bins)
-    return counts.astype(jnp.float32) / jnp.float32(idx.shape[0])
+    ``O(N)``, no sort: ``jaxagents.core.histogram.counts`` (compares for a few bins,
+    else one flat scatter-add, also under ``vmap``)."""
+    return counts(idx, num_bins) / jnp.float32(idx.shape[0])
 
 
 SMALL_TABLE = 16

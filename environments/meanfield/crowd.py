@@ -62,6 +62,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Role
+from jaxagents.core.columns import agent_rows
 from environments.meanfield.base import (
     ROLE, MeanFieldEnv, check_distribution, check_int_arg, check_range, check_shape, histogram, lookup,
 )
@@ -149,7 +150,7 @@ class CrowdModelling(MeanFieldEnv):
         horizon: steps per episode, >= 1 (OpenSpiel default 10).
         layout: 2-D only: ``"empty"`` (default), ``"four_rooms"`` or ``size`` strings
             of ``size`` characters with ``#`` for forbidden cells.
-        rng: per-agent random numbers, ``"hash"`` or ``"threefry"`` (see ``rng.py``).
+        rng: per-agent random numbers, ``"hash"`` or ``"threefry"`` (see ``jaxagents/core/rng.py``).
         onehot: one-hot positions in the observation (default) or normalised coordinates.
     """
 
@@ -199,7 +200,9 @@ class CrowdModelling(MeanFieldEnv):
 
         self.onehot = bool(onehot)
         obs_dim = (self.size * dims if self.onehot else dims) + 1 + A
-        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (obs_dim,), jnp.float32), Discrete(A))}
+        # every move is legal without forbidden cells (moves wrap around the torus)
+        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (obs_dim,), jnp.float32), Discrete(A),
+                                 always_legal=not forbidden.any())}
         self.state_names = tuple(str(c) for c in range(S))
 
     # ------------------------------------------------------------------ params
@@ -284,15 +287,19 @@ class CrowdModelling(MeanFieldEnv):
         return out
 
     def _obs(self, pos, hist, t, neighbours):
+        # [position (one-hot per coordinate, or normalised coordinates), time, the
+        # histogram at each move's destination]
         coords = [pos] if self.dims == 1 else [pos // self.size, pos % self.size]
+        w = self.size * self.dims if self.onehot else self.dims
         if self.onehot:
-            ar = jnp.arange(self.size)
-            where = jnp.concatenate([(c[:, None] == ar) for c in coords], 1).astype(jnp.float32)
+            onehots = [(i * self.size, c, self.size) for i, c in enumerate(coords)]
+            columns = []
         else:
-            where = jnp.stack(coords, 1).astype(jnp.float32) / (self.size - 1)
-        tt = jnp.broadcast_to((jnp.minimum(t, self.horizon) / self.horizon).astype(jnp.float32), (pos.shape[0], 1))
-        local = [lookup(hist, cell)[:, None] for cell, _ in neighbours]
-        return jnp.concatenate([where, tt, *local], 1)
+            onehots = []
+            columns = [(i, c.astype(jnp.float32) / (self.size - 1)) for i, c in enumerate(coords)]
+        tt = (jnp.minimum(t, self.horizon) / self.horizon).astype(jnp.float32)
+        columns += [(w + 1 + k, lookup(hist, cell)) for k, (cell, _) in enumerate(neighbours)]
+        return agent_rows(w + 1 + len(neighbours), {w: tt}, onehots=onehots, columns=columns)
 
     def observation_table(self, mu, t, params=None):
         """``f32[S, D]``: the observation an agent in each cell ``s`` sees when the

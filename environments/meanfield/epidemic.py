@@ -39,6 +39,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Role
+from jaxagents.core.columns import agent_rows
 from environments.meanfield.base import (
     ROLE, MeanFieldEnv, check_distribution, check_int_arg, check_range, check_shape, histogram, lookup,
     sample_from_rows,
@@ -106,7 +107,7 @@ class Epidemic(MeanFieldEnv):
         idx = {name: i for i, name in enumerate(self.state_names)}
         self.S, self.I, self.R = idx["S"], idx["I"], idx["R"]
         self.E = idx.get("E", self.I)  # where infection leads
-        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * K + 1,), jnp.float32), Discrete(self.num_actions))}
+        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * K + 1,), jnp.float32), Discrete(self.num_actions), always_legal=True)}
 
     # ------------------------------------------------------------------ params
     def default_params(self) -> EpidemicParams:
@@ -168,9 +169,8 @@ class Epidemic(MeanFieldEnv):
     # ------------------------------------------------------------------ agent view
     def _obs(self, health, hist, t):
         K = self.num_states
-        onehot = (health[:, None] == jnp.arange(K)).astype(jnp.float32)
         summary = jnp.append(hist, jnp.minimum(t, self.horizon) / self.horizon).astype(jnp.float32)
-        return jnp.concatenate([onehot, jnp.broadcast_to(summary, (self.n, K + 1))], 1)
+        return agent_rows(2 * K + 1, {K: summary}, onehots=[(0, health, K)])
 
     def _info(self, hist, pressure, illegal, mean_reward):
         f = lambda v: jnp.asarray(v, jnp.float32)

@@ -45,6 +45,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Role
+from jaxagents.core.columns import agent_rows
 from environments.meanfield.base import (
     ROLE, MeanFieldEnv, check_distribution, check_int_arg, check_range, check_shape, histogram, lookup,
     sample_from_rows,
@@ -120,7 +121,7 @@ class Opinion(MeanFieldEnv):
         self.num_states, self.num_actions = self.T * self.K, self.K
         self.legal_table = np.ones((self.num_states, self.K), bool)
         self.state_names = tuple(f"type{tau}:{o}" if self.T > 1 else str(o) for tau in range(self.T) for o in range(self.K))
-        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * self.K + 3,), jnp.float32), Discrete(self.K))}
+        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * self.K + 3,), jnp.float32), Discrete(self.K), always_legal=True)}
         levels = np.arange(self.K)
         self._dist = np.abs(levels[:, None] - levels[None, :]).astype(np.float32) / (self.K - 1)  # [K, K]
 
@@ -190,12 +191,21 @@ class Opinion(MeanFieldEnv):
 
     def _obs(self, state, params):
         K = self.K
-        onehot = (state.opinion[:, None] == jnp.arange(K)).astype(jnp.float32)
-        signal = jnp.broadcast_to(state.signal, (self.n, K))
-        pref = lookup(params.preference / (K - 1), state.kind)[:, None]
-        thr = lookup(params.threshold, state.kind)[:, None]
-        tt = jnp.broadcast_to(jnp.minimum(state.t, self.horizon) / self.horizon, (self.n, 1)).astype(jnp.float32)
-        return jnp.concatenate([onehot, signal, pref, thr, tt], 1)
+        # [opinion one-hot (K), signal (K), preference, threshold, time]; the signal is
+        # [1, K] (population-wide) or [N, K] (network), and with one agent type the
+        # preference and threshold are the same for everyone
+        tt = (jnp.minimum(state.t, self.horizon) / self.horizon).astype(jnp.float32)
+        pref, thr = params.preference / (K - 1), params.threshold
+        shared, columns = {2 * K + 2: tt}, []
+        if state.signal.shape[0] == 1:
+            shared[K] = state.signal[0]
+        else:
+            columns += [(K + k, state.signal[:, k]) for k in range(K)]
+        if pref.shape[0] == 1:
+            shared.update({2 * K: pref[0], 2 * K + 1: thr[0]})
+        else:
+            columns += [(2 * K, lookup(pref, state.kind)), (2 * K + 1, lookup(thr, state.kind))]
+        return agent_rows(2 * K + 3, shared, onehots=[(0, state.opinion, K)], columns=columns)
 
     def _info(self, state, illegal, mean_reward):
         m = self.marginal(state.hist)

@@ -122,7 +122,8 @@ class ContinuousRware(RobotScenario):
         self.cells = self.cells.astype(np.float32)  # [C, 2]
         if self.action_mode == "continuous":  # (v, w, toggle)
             act = Box(-1.0, 1.0, (3,), jnp.float32)
-            self.roles = {k: Role(r.num_agents, r.observation_space, act) for k, r in self.roles.items()}
+            self.roles = {k: Role(r.num_agents, r.observation_space, act, always_legal=True)
+                          for k, r in self.roles.items()}
 
     def obs_dim(self, role):
         return 6 + 4 * (self.num_robots - 1) + 4 * self.num_shelves

@@ -106,7 +106,8 @@ class RobotScenario(Env):
         else:
             act = Box(-1.0, 1.0, (2,), jnp.float32)
         self.roles = {
-            k: Role(n, Box(-np.inf, np.inf, (self.obs_dim(k),), jnp.float32), act) for k, n in self.role_sizes.items()
+            k: Role(n, Box(-np.inf, np.inf, (self.obs_dim(k),), jnp.float32), act, always_legal=True)
+            for k, n in self.role_sizes.items()
         }
         self.global_obs_shape = (self.global_obs_dim,)
         self._info_template = None

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxagents.core.rng import check_rng, uniforms
 from jaxagents.core.spaces import Box, Discrete, MultiDiscrete
 from jaxagents.core.types import Role, TimeStep
 
@@ -181,7 +182,7 @@ class Env:
         return f"{self.name}({roles})"
 
 
-def random_actions(env: Env, key: jax.Array, timestep: TimeStep, batch_shape: tuple = ()) -> dict:
+def random_actions(env: Env, key: jax.Array, timestep: TimeStep, batch_shape: tuple = (), rng: str = "threefry") -> dict:
     """Uniformly random *legal* actions for every role (masks respected for
     ``Discrete`` spaces; other spaces are sampled uniformly).
 
@@ -189,20 +190,34 @@ def random_actions(env: Env, key: jax.Array, timestep: TimeStep, batch_shape: tu
     mask), rather than a Gumbel draw per action: with large action sets that is what
     dominates a random rollout. When every action of every agent is legal (checked at
     run time) the k-th action is ``floor(u * n)`` directly -- the same draw without the
-    cumulative sum, which matters with 10^6 agents. An all-False mask row (no legal
-    action) falls back to uniform over all actions.
+    cumulative sum, which matters with 10^6 agents. A role declared
+    ``Role(always_legal=True)`` skips the check: its mask is not read at all (it may
+    be absent from ``timestep.action_mask``). An all-False mask row (no legal action)
+    falls back to uniform over all actions.
 
     ``batch_shape`` is the leading shape of ``timestep`` (e.g. ``(num_envs,)``): one call
     for a whole batch rather than a ``vmap`` of single-env calls keeps the all-legal
     check a real branch (under ``vmap`` a ``lax.cond`` computes both sides).
+
+    ``rng``: how the uniform numbers of ``Discrete`` roles are drawn, ``"threefry"``
+    (``jax.random.uniform``) or ``"hash"`` (``jaxagents.core.rng``: one threefry draw,
+    then an integer hash per agent; about a tenth of the cost on CPU). Other spaces
+    always use ``Space.sample``.
     """
+    check_rng(rng)
     keys = jax.random.split(key, len(env.roles))
     out = {}
     for k, (name, role) in zip(keys, env.roles.items()):
         space = role.action_space
         if isinstance(space, Discrete):
+            n = space.n
+            shape = (*batch_shape, role.num_agents)
+            u = uniforms(k, shape, rng)
+            all_legal = lambda u=u, n=n: jnp.minimum((u * n).astype(jnp.int32), n - 1).astype(space.dtype)
+            if role.always_legal:
+                out[name] = all_legal()
+                continue
             mask = timestep.action_mask[name]
-            u = jax.random.uniform(k, mask.shape[:-1])
 
             def any_legal(mask=mask, u=u):
                 legal = mask | ~jnp.any(mask, -1, keepdims=True)
@@ -211,8 +226,6 @@ def random_actions(env: Env, key: jax.Array, timestep: TimeStep, batch_shape: tu
                 rank = jnp.cumsum(legal, -1, dtype=jnp.int32)
                 return jnp.argmax(rank > kth[..., None], axis=-1).astype(space.dtype)
 
-            n = mask.shape[-1]
-            all_legal = lambda u=u, n=n: jnp.minimum((u * n).astype(jnp.int32), n - 1).astype(space.dtype)
             out[name] = jax.lax.cond(jnp.all(mask), all_legal, any_legal)
         else:
             out[name] = space.sample(k, (*batch_shape, role.num_agents))

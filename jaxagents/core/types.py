@@ -24,11 +24,17 @@ class Role:
             per-role array).
         observation_space: one agent's observation space.
         action_space: one agent's action space.
+        always_legal: a static promise that every action of every agent of this
+            role is legal at every step (its ``action_mask`` is all True). Consumers
+            may then skip reading the mask: with 10^6 agents the mask is ~10 MB per
+            step, and ``random_actions`` reads it every step otherwise. The
+            conformance suite checks the promise on rollouts.
     """
 
     num_agents: int
     observation_space: Space
     action_space: Space
+    always_legal: bool = False
 
     def __post_init__(self):
         if not isinstance(self.num_agents, int) or self.num_agents < 1:
@@ -36,6 +42,8 @@ class Role:
         for name in ("observation_space", "action_space"):
             if not isinstance(getattr(self, name), Space):
                 raise TypeError(f"Role: {name} must be a jaxagents Space, got {getattr(self, name)!r}")
+        if not isinstance(self.always_legal, bool):
+            raise TypeError(f"Role: always_legal must be a bool, got {self.always_legal!r}")
 
     @property
     def num_actions(self) -> int | None:

@@ -141,6 +141,7 @@ class MacroEconomy(Env):
                 counts.get(r, 1),
                 Box(-macro_obs.OBS_CLIP, macro_obs.OBS_CLIP, (dims[r],), jnp.float32),
                 Box(-1.0, 1.0, (ACTION_DIMS[r],), jnp.float32),
+                always_legal=True,
             )
             for r in ROLES
         }

@@ -3,6 +3,7 @@ policy group with a role id (self-play with one shared network)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax.numpy as jnp
@@ -26,7 +27,7 @@ class FlattenObservation(Wrapper):
     def __init__(self, env):
         super().__init__(env)
         self.roles = {
-            k: Role(r.num_agents, _flat_box(r.observation_space), r.action_space) for k, r in env.roles.items()
+            k: dataclasses.replace(r, observation_space=_flat_box(r.observation_space)) for k, r in env.roles.items()
         }
 
     def _flat(self, ts):

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from environments.meanfield import CrowdModelling, Epidemic, Opinion
-from environments.meanfield.rng import agent_uniforms
+from jaxagents.core.rng import agent_uniforms
 
 N, STEPS = 200, 6
 

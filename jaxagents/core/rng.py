@@ -1,16 +1,18 @@
 """Per-agent random numbers for steps over 10^5-10^6 agents.
 
 A mean-field step needs one uniform number per agent (a noisy move, an infection, a
-tremble). With JAX's default threefry PRNG that draw is most of the cost of a step on
-CPU (about 5-8 ms for 10^6 numbers on two cores, more than the rest of the step), so
-the environments take ``rng`` as a constructor argument:
+tremble), and a random rollout one action per agent. With JAX's default threefry PRNG
+that draw is most of the cost of a step on CPU (about 5-8 ms for 10^6 numbers on two
+cores, more than the rest of the step), so the mean-field environments take ``rng`` as
+a constructor argument and ``random_actions`` (the benchmark's sampler) takes it as an
+argument:
 
 * ``"threefry"``: ``jax.random.uniform(key, (n,))`` — JAX's counter-based PRNG.
 * ``"hash"`` (default): one threefry draw per step gives two 32-bit seeds; agent
   ``i``'s number is ``lowbias32(lowbias32(i ^ s0) + s1)`` (Wellons' 32-bit integer
   hash, a bijection with full avalanche), keeping its top 24 bits. Two keyed rounds so
   that the numbers of one step are not a permutation of the previous step's. About a
-  tenth of the cost on CPU; statistically tested in ``tests/environments/meanfield``
+  tenth of the cost on CPU; statistically tested in ``tests/environments/meanfield/test_properties.py``
   (uniformity, independence across agents and steps). On GPU/TPU the difference is
   small and either choice is fine.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 RNGS = ("hash", "threefry")
 
@@ -40,12 +43,23 @@ def _lowbias32(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
-def agent_uniforms(key: jax.Array, n: int, rng: str = "hash") -> jax.Array:
-    """``f32[n]`` uniform numbers in ``[0, 1)``, one per agent (see module docstring)."""
+def uniforms(key: jax.Array, shape: tuple, rng: str = "hash") -> jax.Array:
+    """``f32[shape]`` uniform numbers in ``[0, 1)`` (see the module docstring). With
+    ``"hash"`` the counter is the flat index, so at most 2^32 numbers per key."""
+    shape = tuple(shape)
     if rng == "threefry":
-        return jax.random.uniform(key, (n,))
+        return jax.random.uniform(key, shape)
+    check_rng(rng)
+    size = int(np.prod(shape, dtype=np.int64))
+    if size > 2**32:
+        raise ValueError(f"rng='hash' draws at most 2^32 numbers per key, got shape {shape}")
     seeds = jax.random.bits(key, (2,), jnp.uint32)
-    x = _lowbias32(jnp.arange(n, dtype=jnp.uint32) ^ seeds[0])
+    x = _lowbias32(jax.lax.iota(jnp.uint32, size).reshape(shape) ^ seeds[0])
     x = _lowbias32(x + seeds[1])
     # 24 bits: every value exactly representable in f32, so u < 1 always
     return (x >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)
+
+
+def agent_uniforms(key: jax.Array, n: int, rng: str = "hash") -> jax.Array:
+    """``f32[n]`` uniform numbers in ``[0, 1)``, one per agent."""
+    return uniforms(key, (n,), rng)
