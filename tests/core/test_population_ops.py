@@ -45,7 +45,7 @@ def test_agent_rows_rejects_bad_layouts(kwargs, match):
 
 
 # --------------------------------------------------------------------------- histogram
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(st.integers(1, COMPARE_MAX_BINS + 4), st.lists(st.integers(-2, 9), min_size=1, max_size=40))
 def test_counts_and_sums_equal_bincount(num_bins, values):
     idx = np.asarray(values, np.int32)
