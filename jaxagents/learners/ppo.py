@@ -63,6 +63,7 @@ class PPOConfig:
     ent_coef_final: float | None = None
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
+    clip_per_stream: bool = False  # clip actor and critic gradients separately (JaxMARL MAPPO)
     network: NetworkConfig = NetworkConfig()
     central_critic: bool = False
     advantage: str = "gae"
@@ -218,7 +219,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         hp = HParams.from_config(cfg) if hparams is None else hparams
         k_params, k_env, key = jax.random.split(key, 3)
         params = agents.init(k_params)
-        tx = make_optimizer(hp, 1.0, cfg.optimizer)
+        tx = make_optimizer(hp, 1.0, cfg.optimizer, cfg.clip_per_stream)
         opt_state = {r: tx.init(p) for r, p in params.items()}
         carry = init_carry(agents, vec, k_env, env_params)
         extra = hooks["init_extra"](params, key) if "init_extra" in hooks else None

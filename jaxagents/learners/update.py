@@ -53,18 +53,51 @@ class Batch:
 OPTIMIZERS = ("adam", "sgd")
 
 
-def make_optimizer(hp: HParams, lr_scale: jax.Array, optimizer: str = "adam") -> optax.GradientTransformation:
+CRITIC_MODULES = ("critic", "v")  # ActorCritic's critic stream and value head
+
+
+def clip_by_stream_norm(max_norm) -> optax.GradientTransformation:
+    """``clip_by_global_norm`` applied to the critic's parameters (``CRITIC_MODULES``)
+    and to the rest (the actor) separately: what two optimisers with their own clips
+    do (JaxMARL's MAPPO), so that a large value-loss gradient does not shrink the
+    policy's step. Same (empty) state as ``clip_by_global_norm``."""
+
+    def is_critic(path) -> bool:
+        keys = [getattr(k, "key", None) for k in path]
+        return any(k in CRITIC_MODULES for k in keys[:2])
+
+    def update(updates, state, params=None):
+        flat = jax.tree_util.tree_flatten_with_path(updates)[0]
+        norms = {}
+        for critic in (False, True):
+            leaves = [g for path, g in flat if is_critic(path) == critic]
+            norms[critic] = optax.global_norm(leaves) if leaves else jnp.zeros(())
+
+        def clip(path, g):
+            n = norms[is_critic(path)]
+            return jnp.where(n < max_norm, g, g * (max_norm / jnp.maximum(n, 1e-30)))
+
+        return jax.tree_util.tree_map_with_path(clip, updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
+def make_optimizer(hp: HParams, lr_scale: jax.Array, optimizer: str = "adam",
+                   clip_per_stream: bool = False) -> optax.GradientTransformation:
     """Adam (eps 1e-5) after global-norm clipping, as PureJaxRL/JaxMARL, or plain SGD
     after the same clipping. Built inside the traced update so ``lr``/``max_grad_norm``
-    may be traced; the optimiser state does not depend on them.
+    may be traced; the optimiser state does not depend on them. ``clip_per_stream``
+    clips the actor's and the critic's gradients separately (``clip_by_stream_norm``);
+    Adam is per parameter, so one Adam after that equals one Adam per stream.
 
     SGD is for self-play in zero-sum games: its step is proportional to the gradient,
     so the (entropy-regularised) game dynamics settle at the equilibrium, whereas
     Adam's per-parameter normalisation keeps the step size fixed as the gradient
     vanishes and makes the iterates cycle around it."""
+    clip = clip_by_stream_norm(hp.max_grad_norm) if clip_per_stream else optax.clip_by_global_norm(hp.max_grad_norm)
     if optimizer == "sgd":
-        return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.sgd(hp.lr * lr_scale))
-    return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr * lr_scale, eps=1e-5))
+        return optax.chain(clip, optax.sgd(hp.lr * lr_scale))
+    return optax.chain(clip, optax.adam(hp.lr * lr_scale, eps=1e-5))
 
 
 def _wmean(x, w):
@@ -152,7 +185,8 @@ def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HPar
     ``{role: Batch}``. Each role has its own Adam state and its own gradient clip
     (one role's large gradients must not shrink another's steps)."""
     # ``lr_scale``: one scalar, or {role: scalar} for per-role step sizes
-    txs = {r: make_optimizer(hp, lr_scale[r] if isinstance(lr_scale, dict) else lr_scale, cfg.optimizer) for r in agents.roles}
+    txs = {r: make_optimizer(hp, lr_scale[r] if isinstance(lr_scale, dict) else lr_scale, cfg.optimizer,
+                             cfg.clip_per_stream) for r in agents.roles}
     recurrent = agents.network.recurrent
     normalize = cfg.normalize == "minibatch"
 

@@ -78,6 +78,9 @@ class NetworkConfig:
         activation: ``tanh`` | ``relu`` | ``gelu`` | ``silu``.
         recurrent: add a GRU after each stream's torso.
         gru_size: GRU width.
+        post_hidden: dense widths after the GRU (recurrent only), with the same
+            activation: e.g. ``(128,)`` for JaxMARL's MAPPO/IPPO RNN networks (Dense,
+            GRU, Dense, head). Empty by default.
     """
 
     torso: str = "mlp"
@@ -86,6 +89,7 @@ class NetworkConfig:
     recurrent: bool = False
     gru_size: int = 128
     cnn_channels: Sequence[int] = (32, 32, 32)
+    post_hidden: Sequence[int] = ()
 
     def __post_init__(self):
         if self.torso not in ("mlp", "cnn"):
@@ -96,6 +100,12 @@ class NetworkConfig:
             raise ValueError(f"network.gru_size must be >= 1, got {self.gru_size}")
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         object.__setattr__(self, "cnn_channels", tuple(int(h) for h in self.cnn_channels))
+        object.__setattr__(self, "post_hidden", tuple(int(h) for h in self.post_hidden))
+        if any(h < 1 for h in self.post_hidden):
+            raise ValueError(f"network.post_hidden must be positive widths, got {self.post_hidden!r}")
+        if self.post_hidden and not self.recurrent:
+            raise ValueError("network.post_hidden applies after the GRU (recurrent: true); "
+                             "without one, add the widths to network.hidden")
 
 
 def _dense_2d(layer, x):
@@ -120,6 +130,8 @@ class _Stream(nn.Module):
             h, flat = GRU(self.cfg.gru_size)(h.reshape(-1, h.shape[-1]), flat, reset.reshape(reset.shape[0], -1))
             y = flat.reshape(y.shape[0], *batch, -1)
             h = h.reshape(*batch, -1)
+            if self.cfg.post_hidden:
+                y = MLP(self.cfg.post_hidden, self.cfg.activation, obs_ndim=1)(y)
         return h, y
 
 

@@ -55,3 +55,36 @@ def test_orthogonal_init_under_vmap(shape):
         small = min(shape)
         gram = w.T @ w if shape[0] >= shape[1] else w @ w.T
         np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-4)
+
+
+def test_post_hidden_layers_after_the_gru():
+    from jaxagents.nn.policy import ActorCritic, NetworkConfig
+
+    cfg = NetworkConfig(hidden=(8,), activation="relu", recurrent=True, gru_size=6, post_hidden=[5])
+    net = ActorCritic(cfg, Discrete(3))
+    h = (jnp.zeros((2, 6)), jnp.zeros((2, 6)))
+    x, reset = jnp.ones((4, 2, 7)), jnp.zeros((4, 2), bool)
+    params = jax.jit(net.init)(jax.random.key(0), h, x, None, reset)
+    # each stream: Dense 7->8, GRU 6, Dense 6->5, then the heads read 5 features
+    actor = params["params"]["actor"]
+    assert actor["MLP_1"]["Dense_0"]["kernel"].shape == (6, 5)
+    assert params["params"]["pi"]["kernel"].shape == (5, 3)
+    _, logits, value = net.apply(params, h, x, None, reset)
+    assert logits.shape == (4, 2, 3) and value.shape == (4, 2)
+    with pytest.raises(ValueError, match="post_hidden applies after the GRU"):
+        NetworkConfig(post_hidden=(4,))
+    with pytest.raises(ValueError, match="post_hidden must be positive"):
+        NetworkConfig(recurrent=True, post_hidden=(0,))
+
+
+def test_clip_by_stream_norm_clips_actor_and_critic_apart():
+    from jaxagents.learners.update import clip_by_stream_norm
+
+    g = {"params": {"actor": {"w": jnp.full((4,), 3.0)}, "pi": {"b": jnp.zeros((2,))},
+                    "critic": {"w": jnp.full((4,), 0.1)}, "v": {"b": jnp.full((1,), 0.1)}}}
+    out, _ = clip_by_stream_norm(0.5).update(g, clip_by_stream_norm(0.5).init(g))
+    p = out["params"]
+    # actor norm 6 -> scaled to 0.5; critic norm ~0.22 < 0.5 -> unchanged
+    np.testing.assert_allclose(np.linalg.norm(np.r_[p["actor"]["w"], p["pi"]["b"]]), 0.5, rtol=1e-6)
+    np.testing.assert_allclose(p["critic"]["w"], 0.1)
+    np.testing.assert_allclose(p["v"]["b"], 0.1)
