@@ -166,11 +166,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args`` that also takes ``train``'s ``key=value`` overrides after
+    options (``jaxagents train CONFIG --run-dir D --quiet a=1``): argparse alone stops
+    filling a positional list once an option has come between its items."""
+    args, extra = parser.parse_known_args(argv)
+    if extra and getattr(args, "command", None) == "train" and all("=" in e and not e.startswith("-") for e in extra):
+        args.overrides = list(args.overrides or []) + extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse_args(parser, argv)
     except SystemExit as e:  # --help (0) or a usage error (2, already printed in one line)
         return e.code if isinstance(e.code, int) else 2
     args.argv = argv

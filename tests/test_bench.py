@@ -49,6 +49,15 @@ def test_cli_usage_errors_are_one_line(capsys, argv, match):
     assert match in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
+def test_train_overrides_may_follow_options(capsys):
+    from jaxagents.cli import build_parser, parse_args
+
+    args = parse_args(build_parser(), ["train", "c.yaml", "a=1", "--run-dir", "d", "--quiet", "b.c=2"])
+    assert (args.config, args.overrides, args.run_dir, args.quiet) == ("c.yaml", ["a=1", "b.c=2"], "d", True)
+    assert main(["train", "c.yaml", "--quiet", "--frobnicate"]) == 2
+    assert "unrecognized arguments: --frobnicate" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- pgx
 def test_pgx_sampler_draws_legal_actions_and_auto_resets():
     pgx = pytest.importorskip("pgx")
