@@ -124,6 +124,7 @@ class Rollout:
 SLOW_IDS = {
     "stag_hunt", "chicken", "matching_pennies", "coordination",  # MatrixGame, as prisoners_dilemma
     "robots_foraging", "robots_predator_prey", "robots_material_transport", "robots_warehouse",
+    "robots_arctic_transport", "robots_continuous_rware",  # compiled vmapped rollouts in test_scenarios_more
     "mf_opinion_network", "mf_crowd_four_rooms",  # Opinion on a graph, 2-D crowd: tests/environments/meanfield
     "macro_central_bank",  # macro under ScriptedRoles: tests/core/test_scripted_roles.py, tests/environments/economy
     "macro", "taxation", "market",  # their own jit/vmap rollouts (over params too): tests/environments/economy
