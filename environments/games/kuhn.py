@@ -61,6 +61,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents.core.rng import fmix32
 
 PASS, BET = 0, 1
 NUM_CARDS = 3
@@ -119,15 +120,6 @@ class KuhnState:
 DEALS = np.array([(a, b) for a in range(NUM_CARDS) for b in range(NUM_CARDS) if a != b], np.int32)
 
 
-def _mix32(x: jax.Array) -> jax.Array:
-    """MurmurHash3's 32-bit finaliser: a bijection of ``uint32`` with full avalanche."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = x * jnp.uint32(0xC2B2AE35)
-    return x ^ (x >> 16)
-
-
 def deal_cards(seed: jax.Array, hand: jax.Array) -> jax.Array:
     """``i32[2]``: the cards of hand ``hand`` (by seat) for an episode seed.
 
@@ -136,7 +128,7 @@ def deal_cards(seed: jax.Array, hand: jax.Array) -> jax.Array:
     independent. A hash rather than ``jax.random`` inside ``step`` because threefry
     doubles the compile time of this tiny step function.
     """
-    x = _mix32(jnp.asarray(seed, jnp.uint32) + jnp.asarray(hand, jnp.uint32) * jnp.uint32(0x9E3779B9))
+    x = fmix32(jnp.asarray(seed, jnp.uint32) + jnp.asarray(hand, jnp.uint32) * jnp.uint32(0x9E3779B9))
     return jnp.asarray(DEALS)[(x % jnp.uint32(len(DEALS))).astype(jnp.int32)]
 
 

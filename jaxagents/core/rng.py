@@ -43,6 +43,16 @@ def _lowbias32(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
+def fmix32(x: jax.Array) -> jax.Array:
+    """MurmurHash3's 32-bit finaliser (uint32 -> uint32, a bijection with full
+    avalanche); the games and the market hash their state with it."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
 def uniforms(key: jax.Array, shape: tuple, rng: str = "hash") -> jax.Array:
     """``f32[shape]`` uniform numbers in ``[0, 1)`` (see the module docstring). With
     ``"hash"`` the counter is the flat index, so at most 2^32 numbers per key."""

@@ -62,6 +62,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxagents.core.rng import fmix32
+
 BID, ASK = 0, 1
 EMPTY = -1  # level of a free slot
 
@@ -156,15 +158,6 @@ def match(book: OrderBook, num_resources: int, num_levels: int, rank_span: int) 
     return jnp.where(trades, fill, EMPTY).reshape(book.level.shape)
 
 
-def _fmix32(x: jax.Array) -> jax.Array:
-    """MurmurHash3's 32-bit finaliser (a bijective avalanche mix of uint32)."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = x * jnp.uint32(0xC2B2AE35)
-    return x ^ (x >> 16)
-
-
 def rank_bits(num_citizens: int) -> int:
     """Bits of an arrival rank: ranks lie in ``0 .. 2**rank_bits(n) - 1``."""
     return max(1, (num_citizens - 1).bit_length())
@@ -182,7 +175,7 @@ def arrival_ranks(key: jax.Array, num_citizens: int) -> jax.Array:
     x = jnp.arange(num_citizens, dtype=jnp.uint32)
     for r in range(4):  # rounds, not agents
         left, right = x >> lo, x & jnp.uint32((1 << lo) - 1)
-        f = _fmix32(right ^ round_keys[r]) & jnp.uint32((1 << hi) - 1)
+        f = fmix32(right ^ round_keys[r]) & jnp.uint32((1 << hi) - 1)
         x = (right << hi) | (left ^ f)
         hi, lo = lo, hi
     return x.astype(jnp.int32)
