@@ -146,7 +146,16 @@ def minibatches(batch: Batch, h0, key, num_minibatches: int, recurrent: bool):
     a slow strided layout from XLA's CPU backend). Recurrent: whole
     sequences are kept; environments are shuffled and a minibatch is
     ``[T, E/M, n, ...]`` with its initial memory ``h0[E/M, n, H]``.
+
+    With one minibatch nothing is shuffled: the loss is a mean over the whole batch,
+    so the order cannot matter, and ``jax.random.permutation`` is a multi-round sort
+    (a quarter of a Kuhn self-play update at 32,768 samples).
     """
+    if num_minibatches == 1:
+        if recurrent:
+            return jax.tree.map(lambda x: x[None], batch), jax.tree.map(lambda x: x[None], h0)
+        t, e, n = batch.obs.shape[:3]
+        return jax.tree.map(lambda x: x.reshape(1, t * e * n, *x.shape[3:]), batch), None
     if recurrent:
         e = batch.obs.shape[1]
         perm = jax.random.permutation(key, e)
