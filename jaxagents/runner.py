@@ -358,11 +358,12 @@ def restore(run_dir: str):
 
 def evaluate(run_dir: str, seed: int = 1, quiet: bool = False) -> dict:
     """Evaluate the latest checkpoint of a run (the learner's ``evaluate``: scripted
-    opponents and exploitability for self-play, fresh-episode returns for PPO)."""
+    opponents and exploitability for self-play -- and for its parameter average, when
+    the run keeps one --, fresh-episode returns for PPO)."""
     config, train, state, step = restore(run_dir)
     S = config["num_seeds"]
     keys = jax.random.split(jax.random.key(seed), S)
-    metrics = jax.jit(jax.vmap(train.evaluate))(state.params, keys)
+    metrics = jax.jit(jax.vmap(lambda p, e, k: train.evaluate(p, k, extra=e)))(state.params, state.extra, keys)
     out = {k: float(np.mean(np.asarray(v))) for k, v in metrics.items()}
     if not quiet:
         print(f"run {run_dir}, checkpoint at update {step}, {S} seed(s)")

@@ -268,10 +268,11 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         state = init(key, hparams)
         return jax.lax.scan(lambda s, _: update(s, hparams), state, None, cfg.num_updates)
 
-    def evaluate(params, key, num_envs: int = 64, num_steps: int | None = None):
+    def evaluate(params, key, num_envs: int = 64, num_steps: int | None = None, extra=None):
         """Mean return per role of the episodes that finish in ``num_steps`` steps
         (default ``cfg.num_steps``) of ``num_envs`` fresh environments under the
-        sampled policies ``params``."""
+        sampled policies ``params``. ``extra`` (``TrainState.extra``) is accepted so
+        that every learner's ``evaluate`` takes the same arguments; PPO has none."""
         k0, k1 = jax.random.split(key)
         vec_eval = VecEnv(env, num_envs, final_obs=bootstrap)
         carry = init_carry(agents, vec_eval, k0, env_params)

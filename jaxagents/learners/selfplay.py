@@ -14,6 +14,14 @@ With probability ``pool_prob`` an environment's episode pits the learner (one
 random seat) against a uniformly drawn pool member (the other seats); the learner
 trains only on its own seats' samples. Pools need a feed-forward network.
 
+Policy averaging (``average_decay > 0``): an exponential moving average of the
+parameters (Polyak averaging) is kept in the train state next to the pool, updated
+after every update, and evaluated with the exact measures (exploitability; the exact
+tic-tac-toe outcomes against minimax) under ``eval/average/...``. Near an equilibrium the
+last iterate keeps moving by the gradient noise, and exploitability -- a maximum over
+best responses -- is steep there; the average moves far less (Kuhn: see
+docs/results_selfplay.md).
+
 Evaluation during training (every ``eval_every`` updates, NaN in between): the
 mean return, win and loss rates per seat against a uniformly random opponent and,
 for tic-tac-toe, against exact minimax (``eval/{opponent}/{metric}/seat{k}``, sampled
@@ -56,6 +64,7 @@ class SelfPlayConfig:
     eval_every: int = 10
     eval_envs: int = 256
     eval_steps: int = 32
+    average_decay: float = 0.0
 
     def __post_init__(self):
         if isinstance(self.ppo, dict):
@@ -67,6 +76,8 @@ class SelfPlayConfig:
         for name in ("pool_every", "eval_every", "eval_envs", "eval_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.average_decay < 1.0:
+            raise ValueError(f"average_decay must be in [0, 1) (0 = no parameter average), got {self.average_decay}")
         if not 0.0 <= self.pool_prob <= 1.0:
             raise ValueError(f"pool_prob must be in [0, 1], got {self.pool_prob}")
         if self.pool_size and self.ppo.network.recurrent:
@@ -85,6 +96,15 @@ class Pool:
     params: dict
     count: jax.Array
     next: jax.Array
+
+
+@struct.dataclass
+class SelfPlayExtra:
+    """Self-play's part of ``TrainState.extra``: the opponent ``pool`` (``Pool`` or
+    None) and the parameter ``average`` (a params tree, or None)."""
+
+    pool: Pool | None = None
+    average: dict | None = None
 
 
 def merge(env):
@@ -249,17 +269,23 @@ def make_evaluate(agents, merged, env_params, opponents: dict, tree, num_envs: i
             m[f"loss/seat{s}"] = jnp.sum(w * (mine < 0)) / cnt
         return m
 
+    def evaluate_exact(params, prefix="eval/"):
+        """The measures that need no sampling: exploitability, exact minimax outcomes."""
+        metrics = {}
+        if tree is not None:
+            metrics[f"{prefix}exploitability"] = exploitability(agents, merged, params, tree)
+        if "minimax" in opponents:  # tic-tac-toe: exact outcomes of greedy and sampled play
+            exact = tic_tac_toe_vs_minimax(agents.logits_fn(params, ROLE), merged.roles[ROLE].observation_space.shape[0])
+            metrics.update({f"{prefix}minimax/{k}": v for k, v in exact.items()})
+        return metrics
+
     def evaluate(params, key):
         metrics = {}
         for k, (name, fn) in zip(jax.random.split(key, len(opponents)), opponents.items()):
             metrics.update({f"eval/{name}/{m}": v for m, v in play(params, fn, k).items()})
-        if tree is not None:
-            metrics["eval/exploitability"] = exploitability(agents, merged, params, tree)
-        if "minimax" in opponents:  # tic-tac-toe: exact outcomes of greedy and sampled play
-            exact = tic_tac_toe_vs_minimax(agents.logits_fn(params, ROLE), merged.roles[ROLE].observation_space.shape[0])
-            metrics.update({f"eval/minimax/{k}": v for k, v in exact.items()})
-        return metrics
+        return {**metrics, **evaluate_exact(params)}
 
+    evaluate.exact = evaluate_exact
     return evaluate
 
 
@@ -289,7 +315,8 @@ def exploitability(agents, merged, params, tree):
 def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
     """``train(key, hparams=None) -> (TrainState, metrics)`` for self-play on ``env``
     (any environment whose roles have vector or grid observations and discrete
-    actions). ``TrainState.extra`` holds the opponent pool."""
+    actions). ``TrainState.extra`` is a ``SelfPlayExtra``: the opponent pool and the
+    parameter average."""
     cfg = config
     env_params = env.default_params() if env_params is None else env_params
     merged = merge(env)
@@ -302,20 +329,31 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
     evaluate = make_evaluate(
         agents, merged, env_params, scripted_opponents(env), exact_tree(env, env_params), cfg.eval_envs, cfg.eval_steps
     )
-    eval_shape = jax.eval_shape(lambda k: evaluate(agents.init(k)[ROLE], k), jax.random.key(0))
+    def evaluate_all(params, average, key):
+        metrics = evaluate(params, key)
+        if average is not None:
+            metrics.update(evaluate.exact(average, "eval/average/"))
+        return metrics
+
     E = cfg.ppo.num_envs
 
     def init_extra(params, key):
-        if not cfg.pool_size:
-            return None
-        stacked = jax.tree.map(lambda x: jnp.broadcast_to(x, (cfg.pool_size, *x.shape)), params[ROLE])
-        return Pool(stacked, jnp.ones((), jnp.int32), jnp.ones((), jnp.int32) % cfg.pool_size)
+        pool = None
+        if cfg.pool_size:
+            stacked = jax.tree.map(lambda x: jnp.broadcast_to(x, (cfg.pool_size, *x.shape)), params[ROLE])
+            pool = Pool(stacked, jnp.ones((), jnp.int32), jnp.ones((), jnp.int32) % cfg.pool_size)
+        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None)
+
+    p0 = jax.eval_shape(lambda k: agents.init(k)[ROLE], jax.random.key(0))
+    eval_shape = jax.eval_shape(
+        lambda k, avg: evaluate_all(agents.init(k)[ROLE], avg, k), jax.random.key(0), p0 if cfg.average_decay else None
+    )
 
     def opponents(state, key):
         if not cfg.pool_size:
             return None
         k_use, k_idx, k_seat = jax.random.split(key, 3)
-        pool: Pool = state.extra
+        pool: Pool = state.extra.pool
         use = jax.random.bernoulli(k_use, cfg.pool_prob, (E,))
         idx = jax.random.randint(k_idx, (E,), 0, pool.count)
         seat = jax.random.randint(k_seat, (E,), 0, n)
@@ -324,8 +362,12 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
         return {ROLE: opp}, {ROLE: learner}
 
     def after_update(state, traj):
+        extra: SelfPlayExtra = state.extra
+        if cfg.average_decay:
+            d = cfg.average_decay
+            extra = extra.replace(average=jax.tree.map(lambda a, p: d * a + (1.0 - d) * p, extra.average, state.params[ROLE]))
         if cfg.pool_size:
-            pool: Pool = state.extra
+            pool: Pool = extra.pool
             push = state.update % cfg.pool_every == 0
             params = jax.tree.map(
                 lambda buf, p: jnp.where(push, buf.at[pool.next].set(p), buf), pool.params, state.params[ROLE]
@@ -335,12 +377,13 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
                 jnp.where(push, jnp.minimum(pool.count + 1, cfg.pool_size), pool.count),
                 jnp.where(push, (pool.next + 1) % cfg.pool_size, pool.next),
             )
-            state = state.replace(extra=pool)
+            extra = extra.replace(pool=pool)
+        state = state.replace(extra=extra)
         due = (state.update % cfg.eval_every == 0) | (state.update == cfg.num_updates)
         k_eval = jax.random.fold_in(state.key, 7)
         metrics = jax.lax.cond(
             due,
-            lambda: evaluate(state.params[ROLE], k_eval),
+            lambda: evaluate_all(state.params[ROLE], extra.average, k_eval),
             lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), eval_shape),
         )
         return state, metrics
@@ -359,6 +402,9 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
             "slot_names": {ROLE: [r for r, sl in merged.role_slices[ROLE].items() for _ in range(sl.stop - sl.start)]},
         },
     )
-    train.evaluate = lambda params, key, **_: evaluate(params[ROLE], key)
+    def evaluate_state(params, key, extra: SelfPlayExtra | None = None, **_):
+        return evaluate_all(params[ROLE], None if extra is None else extra.average, key)
+
+    train.evaluate = evaluate_state
     train.merged = merged
     return train

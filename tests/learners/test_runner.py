@@ -24,6 +24,7 @@ TINY = [
     "train.eval_every=10",
     "train.eval_envs=16",
     "train.eval_steps=4",
+    "train.average_decay=0.9",  # the parameter average is checkpointed and resumed too
     "checkpoint_every=2",
     "log.progress=false",
 ]
@@ -97,14 +98,14 @@ def test_killed_run_resumes_bit_identically(uninterrupted, cache, tmp_path):
 
     pa, _, _ = Checkpointer(full_dir / "checkpoints").restore(like)
     pb, _, _ = Checkpointer(d / "checkpoints").restore(like)
-    jax.tree.map(lambda x, y: np.testing.assert_array_equal(x, y), pa.params, pb.params)
+    jax.tree.map(lambda x, y: np.testing.assert_array_equal(x, y), (pa.params, pa.extra), (pb.params, pb.extra))
 
 
 def test_eval_command(uninterrupted, capsys):
     d, _ = uninterrupted
     assert main(["eval", str(d)]) == 0
     out = capsys.readouterr().out
-    assert "eval/exploitability" in out and "update 20" in out
+    assert "eval/exploitability" in out and "eval/average/exploitability" in out and "update 20" in out
 
 
 @pytest.mark.parametrize(

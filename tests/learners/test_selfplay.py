@@ -16,7 +16,7 @@ def kuhn_run():
     env = jaxagents.make("kuhn_poker")
     cfg = SelfPlayConfig(
         ppo=dict(num_envs=128, num_steps=16, total_timesteps=128 * 16 * 30, update_epochs=2, num_minibatches=2, lr=3e-3, ent_coef=0.02),
-        eval_every=10, eval_envs=64, eval_steps=8, pool_size=3, pool_every=10, pool_prob=0.25,
+        eval_every=10, eval_envs=64, eval_steps=8, pool_size=3, pool_every=10, pool_prob=0.25, average_decay=0.9,
     )
     train = make_train(cfg, env)
     state, metrics = jax.jit(train)(jax.random.key(0))
@@ -34,11 +34,29 @@ def test_kuhn_exploitability_falls(kuhn_run):
 
 def test_pool_ring_buffer(kuhn_run):
     train, state, _ = kuhn_run
-    pool = state.extra
+    pool = state.extra.pool
     # pushed at updates 10, 20, 30 on top of the initial parameters: 3 slots full
     assert int(pool.count) == 3 and int(pool.next) == (1 + 3) % 3
     latest = jax.tree.map(lambda x: x[(int(pool.next) - 1) % 3], pool.params)
     jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), latest, state.params[ROLE])
+
+
+def test_parameter_average_is_an_ema_and_evaluated(kuhn_run):
+    train, state, metrics = kuhn_run
+    # one more update by hand: average' = 0.9 * average + 0.1 * params'
+    new, _ = jax.jit(train.update)(state)
+    want = jax.tree.map(lambda a, p: 0.9 * a + 0.1 * p, state.extra.average, new.params[ROLE])
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), new.extra.average, want)
+    assert not jax.tree.all(jax.tree.map(lambda a, p: np.allclose(a, p), new.extra.average, new.params[ROLE]))
+    avg = np.asarray(metrics["eval/average/exploitability"])
+    cur = np.asarray(metrics["eval/exploitability"])
+    np.testing.assert_array_equal(np.isnan(avg), np.isnan(cur))  # evaluated on the same updates
+    assert np.all(avg[~np.isnan(avg)] > 0) and not np.allclose(avg[9::10], cur[9::10])
+
+
+def test_average_decay_is_validated():
+    with pytest.raises(ValueError, match="average_decay"):
+        SelfPlayConfig(average_decay=1.0)
 
 
 def test_returns_are_reported_per_seat(kuhn_run):
