@@ -19,12 +19,21 @@ def kuhn_run():
         eval_every=10, eval_envs=64, eval_steps=8, pool_size=3, pool_every=10, pool_prob=0.25, average_decay=0.9,
     )
     train = make_train(cfg, env)
-    state, metrics = jax.jit(train)(jax.random.key(0))
-    return train, state, metrics
+    # train(key) is init + num_updates updates; run the updates one by one (one compile
+    # of `update`, as `jit(train)` would cost) to keep the states around the last one
+    update = jax.jit(train.update)
+    state = jax.jit(train.init)(jax.random.key(0))
+    rows = []
+    for _ in range(cfg.num_updates):
+        before = state
+        state, m = update(state)
+        rows.append(m)
+    metrics = jax.tree.map(lambda *xs: np.stack(xs), *rows)
+    return train, state, metrics, before
 
 
 def test_kuhn_exploitability_falls(kuhn_run):
-    _, _, metrics = kuhn_run
+    _, _, metrics, _ = kuhn_run
     uniform = float(exploitability(kuhn_tree(), uniform_policy(kuhn_tree())))
     assert abs(uniform - 0.4583) < 1e-3
     expl = np.asarray(metrics["eval/exploitability"])
@@ -33,7 +42,7 @@ def test_kuhn_exploitability_falls(kuhn_run):
 
 
 def test_pool_ring_buffer(kuhn_run):
-    train, state, _ = kuhn_run
+    train, state, _, _ = kuhn_run
     pool = state.extra.pool
     # pushed at updates 10, 20, 30 on top of the initial parameters: 3 slots full
     assert int(pool.count) == 3 and int(pool.next) == (1 + 3) % 3
@@ -42,10 +51,9 @@ def test_pool_ring_buffer(kuhn_run):
 
 
 def test_parameter_average_is_an_ema_and_evaluated(kuhn_run):
-    train, state, metrics = kuhn_run
-    # one more update by hand: average' = 0.9 * average + 0.1 * params'
-    new, _ = jax.jit(train.update)(state)
-    want = jax.tree.map(lambda a, p: 0.9 * a + 0.1 * p, state.extra.average, new.params[ROLE])
+    train, new, metrics, before = kuhn_run
+    # the last update: average' = 0.9 * average + 0.1 * params'
+    want = jax.tree.map(lambda a, p: 0.9 * a + 0.1 * p, before.extra.average, new.params[ROLE])
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), new.extra.average, want)
     assert not jax.tree.all(jax.tree.map(lambda a, p: np.allclose(a, p), new.extra.average, new.params[ROLE]))
     avg = np.asarray(metrics["eval/average/exploitability"])
@@ -60,7 +68,7 @@ def test_average_decay_is_validated():
 
 
 def test_returns_are_reported_per_seat(kuhn_run):
-    _, _, metrics = kuhn_run
+    _, _, metrics, _ = kuhn_run
     assert {"episode_return/player_0", "episode_return/player_1"} <= set(metrics)
     # zero-sum: the seats' mean returns cancel
     np.testing.assert_allclose(metrics["episode_return/player_0"], -metrics["episode_return/player_1"], atol=1e-5)
