@@ -69,7 +69,7 @@ def test_post_hidden_layers_after_the_gru():
     actor = params["params"]["actor"]
     assert actor["MLP_1"]["Dense_0"]["kernel"].shape == (6, 5)
     assert params["params"]["pi"]["kernel"].shape == (5, 3)
-    _, logits, value = net.apply(params, h, x, None, reset)
+    _, logits, value = jax.jit(net.apply)(params, h, x, None, reset)
     assert logits.shape == (4, 2, 3) and value.shape == (4, 2)
     with pytest.raises(ValueError, match="post_hidden applies after the GRU"):
         NetworkConfig(post_hidden=(4,))
