@@ -1,8 +1,10 @@
 """Adapters to and from other JAX multi-agent ecosystems.
 
 ``from_jaxmarl(env)`` wraps a JaxMARL ``MultiAgentEnv`` as a jaxagents ``Env``;
-``to_jaxmarl(env)`` exposes a jaxagents ``Env`` with JaxMARL's per-agent dict API.
-Importing this package does not import jaxmarl (it is an optional dependency).
+``to_jaxmarl(env)`` exposes a jaxagents ``Env`` with JaxMARL's per-agent dict API;
+``make_jaxmarl("jaxmarl:ID", **kwargs)`` builds the JaxMARL env an id names (layout and
+map names resolved). Importing this package does not import jaxmarl (it is an optional
+dependency). The code lives in ``jaxagents.compat.jaxmarl``.
 """
 
 from jaxagents.compat.jaxmarl import (
@@ -10,6 +12,7 @@ from jaxagents.compat.jaxmarl import (
     JaxMARLState,
     JaxMARLViewState,
     from_jaxmarl,
+    make_jaxmarl,
     space_from_jaxmarl,
     space_to_jaxmarl,
     to_jaxmarl,
@@ -18,6 +21,7 @@ from jaxagents.compat.jaxmarl import (
 __all__ = [
     "from_jaxmarl",
     "to_jaxmarl",
+    "make_jaxmarl",
     "JaxMARLAdapter",
     "JaxMARLState",
     "JaxMARLViewState",

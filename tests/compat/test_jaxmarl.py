@@ -31,7 +31,7 @@ from jaxmarl.wrappers.baselines import LogWrapper  # noqa: E402
 import jaxagents  # noqa: E402
 from jaxagents import AutoReset, Box, Discrete, VecEnv, random_actions  # noqa: E402
 from jaxagents.compat import JaxMARLAdapter, JaxMARLState, from_jaxmarl, to_jaxmarl  # noqa: E402
-from jaxagents.compat.jaxmarl import _group_roles  # noqa: E402
+from jaxagents.compat.jaxmarl.roles import _group_roles  # noqa: E402
 
 pytestmark = pytest.mark.jaxmarl
 
