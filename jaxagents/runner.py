@@ -140,16 +140,9 @@ def make_env(spec: dict):
     """``{id, kwargs, params}`` -> ``(env, env_params)``."""
     env_id, kwargs = spec["id"], dict(spec.get("kwargs") or {})
     if env_id.startswith("jaxmarl:"):
-        import jaxmarl
+        from jaxagents.compat import from_jaxmarl, make_jaxmarl
 
-        from jaxagents.compat import from_jaxmarl
-
-        name = env_id.split(":", 1)[1]
-        if isinstance(kwargs.get("scenario"), str):  # SMAX maps by name, e.g. "3m"
-            from jaxmarl.environments.smax import map_name_to_scenario
-
-            kwargs["scenario"] = map_name_to_scenario(kwargs["scenario"])
-        env = from_jaxmarl(jaxmarl.make(name, **kwargs))
+        env = from_jaxmarl(make_jaxmarl(env_id, **kwargs))  # SMAX map and Overcooked layout names resolved
     else:
         import jaxagents
 
