@@ -97,3 +97,5 @@ def compare_pgx(
 
     def theirs(n):
         return benchmark_pgx(pgx_id, (n,), steps, repeats, seed=seed, progress=progress)
+
+    return _compare(theirs, env_or_id, num_envs, steps, repeats, mode, params, env_kwargs, seed, progress)
