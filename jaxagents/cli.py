@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import shlex
 import sys
 
@@ -59,6 +60,20 @@ def cmd_list(args) -> int:
 
 
 # --------------------------------------------------------------------------- bench
+def _check_writable(option: str, path: str | None) -> None:
+    """A one-line ``CLIError`` naming ``option`` unless ``path`` can be written: its
+    folder exists and is writable, and it is not a folder itself."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CLIError(f"{option} {path}: is a folder, not a file")
+    if not os.path.isdir(folder):
+        raise CLIError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise CLIError(f"{option} {path}: not writable")
+
+
 def cmd_bench(args) -> int:
     from jaxagents import bench
 
@@ -84,6 +99,8 @@ def cmd_bench(args) -> int:
         raise CLIError("--action-rng applies to a single library's run; comparisons draw both sides with threefry")
     if args.jaxmarl_kwarg and not args.compare_jaxmarl:
         raise CLIError("--jaxmarl-kwarg only applies with --compare-jaxmarl (a jaxmarl:ID env takes --env-kwarg)")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        _check_writable(option, path)  # before measuring, not after
     command = "jaxagents " + " ".join(shlex.quote(a) for a in args.argv)
     env_kwargs = _parse_kwargs(args.env_kwarg)
     jaxmarl_kwargs = _parse_kwargs(args.jaxmarl_kwarg)
@@ -191,8 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.func(args)
-    except (CLIError, ValueError, TypeError, ImportError) as e:
+    except (CLIError, ValueError, TypeError, ImportError, OSError) as e:
         message = " ".join(str(e).split())  # one line, whatever the exception carried
+        if isinstance(e, OSError) and e.filename and e.strerror:  # e.g. PermissionError on a read-only run
+            message = f"{e.strerror}: {e.filename}"
         print(f"jaxagents {args.command}: error: {message}", file=sys.stderr)
         return 2
 

@@ -75,6 +75,10 @@ def test_cli_bench_writes_files(capsys, tmp_path):
         (["bench", "--all", "--compare-pgx", "kuhn_poker"], "--compare-pgx compares one ENV_ID"),
         (["bench", "kuhn_poker", "--compare-pgx", "kuhn_poker", "--compare-jaxmarl", "hanabi"], "not both"),
         (["bench", "overcooked", "--jaxmarl-kwarg", "layout=cramped_room"], "only applies with --compare-jaxmarl"),
+        # checked before measuring: one line, no progress lines before it
+        (["bench", "stag_hunt", "--json", "no_such_folder/b.json"], "--json no_such_folder/b.json: folder"),
+        (["bench", "stag_hunt", "--plot", "no_such_folder/b.png"], "--plot no_such_folder/b.png: folder"),
+        (["bench", "stag_hunt", "--json", "."], "--json .: is a folder"),
     ],
 )
 def test_cli_errors_exit_2_with_one_line(capsys, argv, match):
