@@ -99,7 +99,8 @@ class ArcticTransport(RobotScenario):
         self.tile_h, self.tile_w = ARENA_HEIGHT / self.grid_rows, ARENA_WIDTH / self.grid_cols
         self.goal_line = Y_MAX - self.tile_h
         start_row = (X_MIN, X_MAX, Y_MIN, Y_MIN + self.tile_h)
-        super().__init__({"drone": num_drones, "ground": num_ground}, robot_region=start_row, **kwargs)
+        super().__init__({"drone": num_drones, "ground": num_ground}, robot_region=start_row,
+                         size_args={"drone": "num_drones", "ground": "num_ground"}, **kwargs)
         self.num_drones, self.num_ground = self.role_sizes["drone"], self.role_sizes["ground"]
 
     def obs_dim(self, role):

@@ -8,17 +8,35 @@ under ``vmap``):
 * per tick (``hold=False``, faithful): controller and QP at every tick, the QP's
   multipliers warm-started from the previous tick;
 * zero-order hold (``hold=True``, what JaxRobotarium trains with): controller and QP
-  once per step, the command held for all ticks. The held command still goes through the
-  cheap guard (wheel limits, body and wall barriers) at every tick, so robots never
-  collide or leave the arena; the pair barrier of the projected points can be violated
-  within a step (the residual does not measure that; ``min_distance`` does).
+  once per step, the command held for all ticks. With the ``"guarded"`` filter the held
+  command still goes through the cheap guard (wheel limits, body and wall barriers) at
+  every tick, so robots never collide or leave the arena; the pair barrier of the
+  projected points can be violated within a step (the residual does not measure that;
+  ``min_distance`` does).
 
-``info`` of a step (all scalars): ``min_distance`` smallest centre distance over ticks and
-pairs, ``collisions`` (tick, pair) events closer than ``r_i + r_j + 0.025``, ``boundary``
-(tick, robot) events of a body crossing the arena's edge, ``filter_iters`` QP iterations
-run this step (0 without the filter), ``filter_residual`` the largest pair-constraint
-violation left by the QP (m/s), ``filter_intervention`` the mean change of the projected
-points' velocity made by the filter (m/s).
+Two filters (``barrier``, see ``safety.py``): ``"guarded"`` (ours: pair barrier, fixed
+iteration count, exact body and wall guard) and ``"robust"`` (JaxRobotarium's robust
+barrier: disturbance hull, no guard, solved to a tolerance ``tol``).
+
+Work done only where its result is used:
+
+* actuation noise is drawn only when ``params.arena.actuation_noise > 0`` (a ``lax.cond``
+  on the unbatched param: a real branch under ``vmap``; batched params make it a select),
+  and with zero-order hold only the first tick's noise, the only one used. The values are
+  those of the full draw (threefry is partitionable: element ``[0]`` of a ``(ticks, N, 2)``
+  draw equals the ``(N, 2)`` draw);
+* the collision and boundary bookkeeping (``pair_metrics``, ``O(N^2)``) runs once, on
+  the pose at the end of the step (``metrics="step"``, the default; JaxRobotarium checks
+  once per step too), or at every tick (``metrics="tick"``, for evaluation: the events of
+  every tick are counted).
+
+``info`` of a step (all scalars): ``min_distance`` smallest centre distance over pairs
+(and over ticks with ``metrics="tick"``), ``collisions`` pairs closer than
+``r_i + r_j + 0.025`` (summed over ticks with ``"tick"``), ``boundary`` robots whose body
+crosses the arena's edge (summed over ticks with ``"tick"``), ``filter_iters`` QP
+iterations run this step (0 without the filter), ``filter_residual`` the largest
+pair-constraint violation left by the QP (m/s), ``filter_intervention`` the mean change of
+the projected points' velocity made by the filter (m/s).
 """
 
 from __future__ import annotations
@@ -28,26 +46,37 @@ import jax.numpy as jnp
 
 from environments.robots.arena import WHEEL_RADIUS, ArenaParams, integrate, pair_metrics, wheel_limits
 from environments.robots.controller import position_controller
-from environments.robots.safety import guard, safety_filter, to_z
+from environments.robots.safety import guard, robust_filter, safety_filter, to_z
 
 INFO_KEYS = ("min_distance", "collisions", "boundary", "filter_iters", "filter_residual", "filter_intervention")
+METRICS = ("step", "tick")
+BARRIERS = ("guarded", "robust")
 
 
-def simulate(key, pose, target, p: ArenaParams, *, waypoint: bool, safety: bool, hold: bool, ticks: int, iters: int):
+def _noise(key, p: ArenaParams, shape):
+    """Wheel-speed noise ``f32[*shape]`` (rad/s), zeros without a draw when the scale is 0."""
+    scale = (p.actuation_noise * p.max_speed / WHEEL_RADIUS)[:, None]
+    return jax.lax.cond(p.actuation_noise > 0, lambda: jax.random.normal(key, shape) * scale,
+                        lambda: jnp.zeros(shape, jnp.float32))
+
+
+def simulate(key, pose, target, p: ArenaParams, *, waypoint: bool, safety: bool, hold: bool, ticks: int,
+             iters: int, metrics: str = "step", barrier: str = "guarded", tol: float = 1e-4):
     """Advance ``pose`` (``f32[N, 3]``) by ``ticks`` ticks.
 
     Args:
         target: ``f32[N, 2]`` waypoints (``waypoint=True``) or ``(v, w)`` commands.
-        safety, hold, ticks, iters: static choices (see the module docstring).
+        safety, hold, ticks, iters, metrics, barrier: static choices (see the module
+            docstring); ``iters`` is the robust filter's iteration cap.
+        tol: the robust filter's tolerance on the pair constraints (m/s).
 
     Returns:
         ``(pose, info)`` with ``info`` the scalars of ``INFO_KEYS``.
     """
     n = pose.shape[0]
     l = p.projection_distance
-
-    # all the step's noise in one draw (each draw is a threefry expansion to compile)
-    noise = jax.random.normal(key, (ticks, n, 2)) * (p.actuation_noise * p.max_speed / WHEEL_RADIUS)[:, None]
+    robust = barrier == "robust"
+    per_tick = metrics == "tick"
 
     def nominal(pose_t, noise_t):
         vw = position_controller(pose_t, target, p) if waypoint else target
@@ -56,43 +85,58 @@ def simulate(key, pose, target, p: ArenaParams, *, waypoint: bool, safety: bool,
     def change(vw, vw_hat):
         return jnp.mean(jnp.sqrt(jnp.sum((to_z(vw, l) - to_z(vw_hat, l)) ** 2, -1)))
 
+    def filtered(vw_hat, pose_t, lam):
+        if robust:
+            return robust_filter(vw_hat, pose_t, p, iters, tol, lam)
+        vw, lam, res = safety_filter(vw_hat, pose_t, p, iters, lam)
+        return vw, lam, res, jnp.asarray(iters, jnp.int32)
+
     zero = jnp.zeros((), jnp.float32)
+    used = jnp.zeros((), jnp.int32)
     if hold:
-        held = nominal(pose, noise[0])
+        held = nominal(pose, _noise(key, p, (n, 2)))
         residual, intervention = zero, zero
         if safety:
-            safe, _, residual = safety_filter(held, pose, p, iters)
+            safe, _, residual, used = filtered(held, pose, None)
             intervention = change(safe, held)
             held = safe
+        use_guard = safety and not robust
 
         def tick(pose_t, _):
-            vw = guard(held, pose_t, p) if safety else held
+            vw = guard(held, pose_t, p) if use_guard else held
             pose_t = integrate(pose_t, vw, p.dt)
-            return pose_t, pair_metrics(pose_t, p.radius)
+            return pose_t, (pair_metrics(pose_t, p.radius) if per_tick else None)
 
-        pose, (min_d, coll, out) = jax.lax.scan(tick, pose, None, length=ticks)
+        pose, ticked = jax.lax.scan(tick, pose, None, length=ticks)
         residual = jnp.broadcast_to(residual, (1,))
         intervention = jnp.broadcast_to(intervention, (1,))
     else:
 
         def tick(carry, noise_t):
-            pose_t, lam = carry
+            pose_t, lam, used_t = carry
             vw_hat = nominal(pose_t, noise_t)
             res, inter = zero, zero
             vw = vw_hat
             if safety:
-                vw, lam, res = safety_filter(vw_hat, pose_t, p, iters, lam)
+                vw, lam, res, it = filtered(vw_hat, pose_t, lam)
+                used_t = used_t + it
                 inter = change(vw, vw_hat)
             pose_t = integrate(pose_t, vw, p.dt)
-            return (pose_t, lam), (pair_metrics(pose_t, p.radius), res, inter)
+            return (pose_t, lam, used_t), ((pair_metrics(pose_t, p.radius) if per_tick else None), res, inter)
 
         lam0 = jnp.zeros((n, n) if safety else (), jnp.float32)  # warm start of the QP's multipliers
-        (pose, _), ((min_d, coll, out), residual, intervention) = jax.lax.scan(tick, (pose, lam0), noise)
+        (pose, _, used), (ticked, residual, intervention) = jax.lax.scan(
+            tick, (pose, lam0, used), _noise(key, p, (ticks, n, 2)))
+    if per_tick:
+        min_d, coll, out = ticked
+        min_d, coll, out = jnp.min(min_d), jnp.sum(coll), jnp.sum(out)
+    else:
+        min_d, coll, out = pair_metrics(pose, p.radius)
     info = {
-        "min_distance": jnp.min(min_d),
-        "collisions": jnp.sum(coll).astype(jnp.int32),
-        "boundary": jnp.sum(out).astype(jnp.int32),
-        "filter_iters": jnp.asarray((iters if hold else iters * ticks) if safety else 0, jnp.int32),
+        "min_distance": min_d,
+        "collisions": coll.astype(jnp.int32),
+        "boundary": out.astype(jnp.int32),
+        "filter_iters": used.astype(jnp.int32),
         "filter_residual": jnp.max(residual).astype(jnp.float32),
         "filter_intervention": jnp.mean(intervention).astype(jnp.float32),
     }

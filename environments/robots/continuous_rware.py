@@ -115,7 +115,7 @@ class ContinuousRware(RobotScenario):
         q = min(num_robots, self.num_shelves) if num_requests is None else num_requests
         self.num_requests = _check_int("num_requests", q, 1, self.num_shelves)
         bottom = (X_MIN, X_MAX, Y_MIN, -0.45)  # below the shelves
-        super().__init__({"robot": num_robots}, robot_region=bottom, **kwargs)
+        super().__init__({"robot": num_robots}, robot_region=bottom, size_args={"robot": "num_robots"}, **kwargs)
         cols = self.num_shelves // 2
         xs = np.linspace(X_MIN + 0.5, X_MAX - 1.0, cols) if cols > 1 else np.array([X_MIN + 0.5])
         self.cells = np.concatenate([np.stack([xs, np.full(cols, 0.25)], -1), np.stack([xs, np.full(cols, -0.25)], -1)])

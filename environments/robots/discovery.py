@@ -75,7 +75,8 @@ class Discovery(RobotScenario):
     def __init__(self, num_sensing: int = 2, num_tagging: int = 2, num_landmarks: int = 6, **kwargs):
         self.num_landmarks = _check_int("num_landmarks", num_landmarks, 1)
         left = (X_MIN, X_MIN + ARENA_WIDTH / 3, Y_MIN, Y_MAX)
-        super().__init__({"sensor": num_sensing, "tagger": num_tagging}, robot_region=left, **kwargs)
+        super().__init__({"sensor": num_sensing, "tagger": num_tagging}, robot_region=left,
+                         size_args={"sensor": "num_sensing", "tagger": "num_tagging"}, **kwargs)
         self.num_sensing, self.num_tagging = self.role_sizes["sensor"], self.role_sizes["tagger"]
         self.landmark_grid = make_grid(self.num_landmarks, 0.5, name="num_landmarks")
 

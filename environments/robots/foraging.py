@@ -78,7 +78,8 @@ class Foraging(RobotScenario):
 
     def __init__(self, num_robots: int = 4, num_resources: int = 2, **kwargs):
         self.num_resources = _check_int("num_resources", num_resources, 1)
-        super().__init__({"robot": num_robots}, spawn_extra=self.num_resources, **kwargs)
+        super().__init__({"robot": num_robots}, spawn_extra=self.num_resources, size_args={"robot": "num_robots"},
+                         **kwargs)
 
     def obs_dim(self, role):
         return 5 + 3 * (self.num_robots - 1) + 4 * self.num_resources

@@ -107,7 +107,7 @@ class MaterialTransport(RobotScenario):
     def __init__(self, num_robots: int = 4, **kwargs):
         _check_int("num_robots", num_robots, 1)
         left = (X_MIN, X_MIN + ARENA_WIDTH / 4, Y_MIN, Y_MAX)
-        super().__init__({"robot": num_robots}, robot_region=left, **kwargs)
+        super().__init__({"robot": num_robots}, robot_region=left, size_args={"robot": "num_robots"}, **kwargs)
 
     def obs_dim(self, role):
         return 7 + 5 * (self.num_robots - 1) + 2

@@ -57,7 +57,7 @@ class Navigation(RobotScenario):
     """
 
     def __init__(self, num_robots: int = 4, **kwargs):
-        super().__init__({"robot": num_robots}, **kwargs)
+        super().__init__({"robot": num_robots}, size_args={"robot": "num_robots"}, **kwargs)
         # goals keep 0.1 m more from the walls than robots need (reachable by waypoints)
         inner = (X_MIN + 0.1, X_MAX - 0.1, Y_MIN + 0.1, Y_MAX - 0.1)
         self.goal_grid = make_grid(self.num_robots, 0.3, inner, name="num_robots (goals)")

@@ -76,7 +76,7 @@ class PredatorPrey(RobotScenario):
     """
 
     def __init__(self, num_predators: int = 3, **kwargs):
-        super().__init__({"predator": num_predators}, spawn_extra=1, **kwargs)
+        super().__init__({"predator": num_predators}, spawn_extra=1, size_args={"predator": "num_predators"}, **kwargs)
 
     def obs_dim(self, role):
         return 6 + 4 * (self.num_robots - 1)

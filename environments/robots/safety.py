@@ -52,10 +52,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.robots.arena import AXLE_LENGTH, ROBOT_RADIUS, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+from environments.robots.arena import (
+    AXLE_LENGTH, ROBOT_RADIUS, WHEEL_RADIUS, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams,
+)
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _BIG = 1e3
+ROBUST_DISTURBANCE = 5.0  # rad/s: JaxRobotarium's disturbance hull, the box [-d, d]^2 on the wheel speeds
+ROBUST_TOL = 1e-4  # m/s: default tolerance of the robust filter on its (normalised) pair rows
 
 
 def to_z(vw, l):
@@ -157,29 +161,11 @@ def guard(vw: jax.Array, pose: jax.Array, p: ArenaParams) -> jax.Array:
     return jnp.where(jnp.all(z == z0, -1, keepdims=True), vw, from_z(z, l))
 
 
-def safety_filter(vw_hat: jax.Array, pose: jax.Array, p: ArenaParams, iters: int, lam0: jax.Array | None = None):
-    """Minimally change nominal commands so the pair barriers and the guard hold.
-
-    Args:
-        vw_hat: ``f32[N, 2]`` nominal ``(v, w)``.
-        pose: ``f32[N, 3]``.
-        p: arena params.
-        iters: number of dual iterations (static).
-        lam0: ``f32[N, N]`` warm-start multipliers (symmetric), or None for zeros.
-
-    Returns:
-        ``(vw, lam, residual)``: safe commands ``f32[N, 2]`` (always inside the wheel limits
-        and the guard), multipliers ``f32[N, N]`` and the largest remaining pair-barrier
-        violation ``f32[]`` (m/s, 0 when every pair constraint holds).
-    """
-    n = pose.shape[0]
-    l = p.projection_distance
-    cs, sn = jnp.cos(pose[:, 2]), jnp.sin(pose[:, 2])
-    k = AXLE_LENGTH / (2 * l)
-    c = p.max_speed
-    lo, hi = speed_bounds(pose, p)
-    ux, uy, b, mask = pair_rows(pose, p)
-    z_hat = to_z(vw_hat, l)
+def _dual_qp(z_hat, cs, sn, ux, uy, b, mask, c, k, lo, hi, lam, iters: int, tol=None):
+    """Accelerated projected gradient on the dual of the QP (module docstring): ``iters``
+    steps, or with ``tol`` until the largest pair-row violation is at most ``tol`` (m/s)
+    with ``iters`` the cap. Returns ``(z, lam, residual, steps)``."""
+    n = z_hat.shape[0]
     rows = jnp.sum(mask, -1).astype(jnp.float32)
     step = jnp.where(mask, 2.0 / jnp.maximum(rows[:, None] + rows[None], 1.0), 0.0)
 
@@ -202,11 +188,95 @@ def safety_filter(vw_hat: jax.Array, pose: jax.Array, p: ArenaParams, iters: int
         new = jnp.where(mask, jnp.maximum(y + step * grad, 0.0), 0.0)
         return new, lam, t_next, z, grad
 
-    lam = jnp.zeros((n, n), jnp.float32) if lam0 is None else jnp.where(mask, lam0, 0.0)
+    def violation(z, grad):
+        return jnp.max(jnp.where(mask, jnp.maximum(grad, 0.0), 0.0))
+
     init = (lam, lam, jnp.ones((), jnp.float32), z_hat, jnp.zeros((n, n), jnp.float32))
-    lam, _, _, z, grad = jax.lax.fori_loop(0, iters, body, init)
+    if tol is None:
+        lam, _, _, z, grad = jax.lax.fori_loop(0, iters, body, init)
+        done = jnp.asarray(iters, jnp.int32)
+    else:
+        # the nominal command first: when it satisfies every row, no step is taken
+        init = init[:4] + (b - row_values(z_hat),)
+
+        def more(carry):
+            i, c = carry
+            return (i < iters) & (violation(c[3], c[4]) > tol)
+
+        done, (lam, _, _, z, grad) = jax.lax.while_loop(more, lambda ic: (ic[0] + 1, body(ic[0], ic[1])),
+                                                        (jnp.zeros((), jnp.int32), init))
     # the output is the last primal iterate, and the residual what it leaves of the rows
-    residual = jnp.max(jnp.where(mask, jnp.maximum(grad, 0.0), 0.0))
+    return z, lam, violation(z, grad).astype(jnp.float32), done
+
+
+def safety_filter(vw_hat: jax.Array, pose: jax.Array, p: ArenaParams, iters: int, lam0: jax.Array | None = None):
+    """Minimally change nominal commands so the pair barriers and the guard hold.
+
+    Args:
+        vw_hat: ``f32[N, 2]`` nominal ``(v, w)``.
+        pose: ``f32[N, 3]``.
+        p: arena params.
+        iters: number of dual iterations (static).
+        lam0: ``f32[N, N]`` warm-start multipliers (symmetric), or None for zeros.
+
+    Returns:
+        ``(vw, lam, residual)``: safe commands ``f32[N, 2]`` (always inside the wheel limits
+        and the guard), multipliers ``f32[N, N]`` and the largest remaining pair-barrier
+        violation ``f32[]`` (m/s, 0 when every pair constraint holds).
+    """
+    n = pose.shape[0]
+    l = p.projection_distance
+    cs, sn = jnp.cos(pose[:, 2]), jnp.sin(pose[:, 2])
+    lo, hi = speed_bounds(pose, p)
+    ux, uy, b, mask = pair_rows(pose, p)
+    z_hat = to_z(vw_hat, l)
+    lam = jnp.zeros((n, n), jnp.float32) if lam0 is None else jnp.where(mask, lam0, 0.0)
+    z, lam, residual, _ = _dual_qp(z_hat, cs, sn, ux, uy, b, mask, p.max_speed, AXLE_LENGTH / (2 * l), lo, hi, lam,
+                                   iters)
     # untouched commands come back bit for bit (z -> (v, w) would round l * w / l)
     vw = jnp.where(jnp.all(z == z_hat, -1, keepdims=True), vw_hat, from_z(z, l))
-    return vw, lam, residual.astype(jnp.float32)
+    return vw, lam, residual
+
+
+def robust_rows(pose: jax.Array, p: ArenaParams, disturbance: float = ROBUST_DISTURBANCE):
+    """``pair_rows`` with JaxRobotarium's robust bound: each pair row must hold for every
+    wheel-speed disturbance in the box ``[-d, d]^2`` (rad/s) of both robots, which adds
+    ``d r (m_i + m_j) / sqrt 2`` to the normalised bound, ``m_i = max(|u . e_i|, (2 l / L)
+    |u . e_i^perp|)`` (``u`` the unit vector between the projected points, ``e_i`` robot
+    ``i``'s heading): the largest the row's coefficients on the wheel speeds can be moved
+    by the hull's vertices."""
+    n = pose.shape[0]
+    l = p.projection_distance
+    ux, uy, b, _ = pair_rows(pose, p)
+    cs, sn = jnp.cos(pose[:, 2]), jnp.sin(pose[:, 2])
+    along = ux * cs[:, None] + uy * sn[:, None]  # u_ij . e_i
+    across = uy * cs[:, None] - ux * sn[:, None]  # u_ij . e_i^perp
+    m = jnp.maximum(jnp.abs(along), (2 * l / AXLE_LENGTH) * jnp.abs(across))
+    b = b + disturbance * WHEEL_RADIUS * (m + m.T) * _INV_SQRT2
+    zmax = p.max_speed * jnp.maximum(1.0, 2 * l / AXLE_LENGTH)
+    mask = ~np.eye(n, dtype=bool) & (b > -(zmax[:, None] + zmax[None]) * _INV_SQRT2)
+    return ux, uy, b, mask
+
+
+def robust_filter(vw_hat: jax.Array, pose: jax.Array, p: ArenaParams, max_iters: int, tol: float = ROBUST_TOL,
+                  lam0: jax.Array | None = None):
+    """JaxRobotarium's robust barrier QP: ``min |z - z_hat|^2`` over the wheel-speed
+    diamond subject to the robust pair rows (``robust_rows``), solved by the dual method of
+    ``safety_filter`` until the largest row violation is at most ``tol`` m/s (or
+    ``max_iters`` iterations). No body or wall guard (JaxRobotarium has none).
+
+    Returns:
+        ``(vw, lam, residual, iterations)``: commands inside the wheel limits, multipliers,
+        the largest remaining violation of the robust rows (m/s) and the iterations run.
+    """
+    n = pose.shape[0]
+    l = p.projection_distance
+    cs, sn = jnp.cos(pose[:, 2]), jnp.sin(pose[:, 2])
+    ux, uy, b, mask = robust_rows(pose, p)
+    z_hat = to_z(vw_hat, l)
+    c = p.max_speed
+    lam = jnp.zeros((n, n), jnp.float32) if lam0 is None else jnp.where(mask, lam0, 0.0)
+    z, lam, residual, used = _dual_qp(z_hat, cs, sn, ux, uy, b, mask, c, AXLE_LENGTH / (2 * l), -c, c, lam,
+                                      max_iters, tol)
+    vw = jnp.where(jnp.all(z == z_hat, -1, keepdims=True), vw_hat, from_z(z, l))
+    return vw, lam, residual, used

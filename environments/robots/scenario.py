@@ -32,9 +32,17 @@ Constructor arguments common to every scenario (keyword-only):
   (``Box(-1, 1, (2,))`` normalised ``(v, w)``);
 * ``safety``: run the safety filter (default True);
 * ``zero_order_hold``: filter once per step and hold the command (default False: per tick);
-* ``ticks_per_step`` (30, about 1 s), ``filter_iters`` (QP iterations per filtering, 20),
-  ``max_steps`` (default ``params.max_steps``, 100), ``spawn_spacing`` (preferred start
-  grid spacing, 0.4 m).
+* ``ticks_per_step`` (30, about 1 s), ``filter_iters`` (QP iterations per filtering, 20;
+  the iteration cap of the robust filter), ``max_steps`` (default ``params.max_steps``,
+  100), ``spawn_spacing`` (preferred start grid spacing, 0.4 m);
+* ``barrier``: ``"guarded"`` (ours, default) or ``"robust"`` (JaxRobotarium's robust
+  barrier, solved to ``filter_tol`` m/s, default 1e-4; see ``safety.py``);
+* ``metrics``: ``"step"`` (default: ``collisions``, ``boundary`` and ``min_distance`` of
+  the pose at the end of each step) or ``"tick"`` (at every tick, summed: for evaluation).
+
+Booleans accept the usual spellings (``True``, ``"true"``, ``"yes"``, ``"on"``, ``1``...),
+what ``--env-kwarg safety=true`` gives. Unknown keyword arguments are rejected with the
+list of allowed ones, and errors name the public argument (``num_robots``).
 
 They fix the compiled program (array shapes, which code runs), so they are constructor
 arguments, not params: a traced switch between per-tick filtering and zero-order hold
@@ -43,26 +51,36 @@ would compute both branches under ``vmap``. Scenarios pass them through ``**kwar
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import jax
 import jax.numpy as jnp
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents.core.validate import check_bool, check_choice, check_float, check_int
 from environments.robots.arena import (
     X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams, SpawnGrid, check_arena_params, default_arena_params, make_grid,
     spawn_poses,
 )
-from environments.robots.arena_sim import simulate
+from environments.robots.arena_sim import BARRIERS, METRICS, simulate
 from environments.robots.controller import continuous_command, waypoints
 
 ACTION_MODES = ("discrete", "continuous")
+# the keyword arguments every scenario accepts (through ``**kwargs``)
+COMMON_OPTIONS = ("action_mode", "safety", "zero_order_hold", "ticks_per_step", "filter_iters", "max_steps",
+                  "spawn_spacing", "barrier", "filter_tol", "metrics")
 
 
 def _check_int(name, value, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or (high is not None and value > high):
-        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be an int {rng}, got {value!r}")
-    return int(value)
+    return check_int(name, value, low=low, high=high)
+
+
+def _public_args(cls) -> list:
+    """The named constructor arguments of a scenario class (its own, then the common ones)."""
+    own = [k for k, v in inspect.signature(cls.__init__).parameters.items()
+           if k != "self" and v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    return own + [k for k in COMMON_OPTIONS if k not in own]
 
 
 class RobotScenario(Env):
@@ -81,25 +99,30 @@ class RobotScenario(Env):
 
     def __init__(self, role_sizes: dict, *, action_mode: str = "discrete", safety: bool = True,
                  zero_order_hold: bool = False, ticks_per_step: int = 30, filter_iters: int = 20,
-                 max_steps: int = 100, spawn_spacing: float = 0.4, robot_region=None, spawn_extra: int = 0):
-        if action_mode not in ACTION_MODES:
-            raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
-        for name, flag in (("safety", safety), ("zero_order_hold", zero_order_hold)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
-        self.action_mode = action_mode
-        self.safety = bool(safety)
-        self.zero_order_hold = bool(zero_order_hold)
+                 max_steps: int = 100, spawn_spacing: float = 0.4, barrier: str = "guarded",
+                 filter_tol: float = 1e-4, metrics: str = "step", robot_region=None, spawn_extra: int = 0,
+                 size_args: dict | None = None, **unknown):
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown argument(s) {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(_public_args(type(self)))}")
+        self.action_mode = check_choice("action_mode", action_mode, ACTION_MODES)
+        self.safety = check_bool("safety", safety)
+        self.zero_order_hold = check_bool("zero_order_hold", zero_order_hold)
+        self.barrier = check_choice("barrier", barrier, BARRIERS)
+        self.metrics = check_choice("metrics", metrics, METRICS)
+        self.filter_tol = check_float("filter_tol", filter_tol, low=0.0, low_open=True)
         self.ticks_per_step = _check_int("ticks_per_step", ticks_per_step, 1, 10_000)
         self.filter_iters = _check_int("filter_iters", filter_iters, 1, 10_000)
         self._max_steps = _check_int("max_steps", max_steps, 1)
-        self.role_sizes = {k: _check_int(f"{k} (robot count)", v, 1) for k, v in role_sizes.items()}
+        # errors name the constructor argument a user typed (num_robots), not the role
+        names = {k: f"number of {k} robots" for k in role_sizes} | dict(size_args or {})
+        self.role_sizes = {k: _check_int(names[k], v, 1) for k, v in role_sizes.items()}
         self.num_robots = sum(self.role_sizes.values())
         start = np.cumsum([0] + list(self.role_sizes.values()))
         self.role_slices = {k: slice(int(a), int(b)) for k, a, b in zip(self.role_sizes, start[:-1], start[1:])}
         region = robot_region or (X_MIN, X_MAX, Y_MIN, Y_MAX)
         self.robot_grid: SpawnGrid = make_grid(self.num_robots + spawn_extra, spawn_spacing, region,
-                                               name="number of robots" + (" and objects" if spawn_extra else ""))
+                                               name=" + ".join(names.values()) + (" and objects" if spawn_extra else ""))
 
         if action_mode == "discrete":
             act = Discrete(5)
@@ -188,7 +211,8 @@ class RobotScenario(Env):
             target = continuous_command(a, p)
         pose, sim_info = simulate(k_sim, state.pose, target, p, waypoint=self.action_mode == "discrete",
                                   safety=self.safety, hold=self.zero_order_hold, ticks=self.ticks_per_step,
-                                  iters=self.filter_iters)
+                                  iters=self.filter_iters, metrics=self.metrics, barrier=self.barrier,
+                                  tol=self.filter_tol)
         new = state.replace(pose=pose, t=state.t + 1)
         new, reward, terminated, task_info = self.update_task(k_task, state, new, params)
         terminated = jnp.asarray(terminated, bool)

@@ -69,7 +69,8 @@ class Warehouse(RobotScenario):
 
     def __init__(self, num_green: int = 2, num_red: int = 2, **kwargs):
         middle = (X_MIN + 0.5, X_MAX - 0.5, Y_MIN, Y_MAX)  # outside the default strips
-        super().__init__({"green": num_green, "red": num_red}, robot_region=middle, **kwargs)
+        super().__init__({"green": num_green, "red": num_red}, robot_region=middle,
+                         size_args={"green": "num_green", "red": "num_red"}, **kwargs)
         self.num_green = self.role_sizes["green"]
         self._green = np.arange(self.num_robots) < self.num_green  # static class of each robot
 

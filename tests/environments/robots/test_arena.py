@@ -189,17 +189,17 @@ def test_invalid_params_raise_clear_errors():
 
 
 def test_invalid_sizes_raise_clear_errors():
-    with pytest.raises(ValueError, match="number of robots.*cannot fit the arena"):
+    with pytest.raises(ValueError, match="num_robots: 500 robots.*cannot fit the arena"):
         Navigation(num_robots=500)
-    with pytest.raises(ValueError, match="robot count"):
+    with pytest.raises(ValueError, match="num_robots must be"):
         Navigation(num_robots=0)
-    with pytest.raises(ValueError, match="number of robots and objects"):
+    with pytest.raises(ValueError, match="num_robots and objects"):
         Foraging(num_robots=150, num_resources=20)
     with pytest.raises(ValueError, match="num_resources"):
         Foraging(num_resources=0)
     with pytest.raises(ValueError, match="num_landmarks"):
         Discovery(num_landmarks=500)
-    with pytest.raises(ValueError, match="number of robots"):
+    with pytest.raises(ValueError, match="num_sensing \\+ num_tagging"):
         Discovery(num_sensing=30, num_tagging=30)  # they start in the left third
     with pytest.raises(ValueError, match="ticks_per_step"):
         PredatorPrey(ticks_per_step=0)
@@ -208,6 +208,6 @@ def test_invalid_sizes_raise_clear_errors():
     with pytest.raises(ValueError, match="action_mode"):
         PredatorPrey(action_mode="joystick")
     with pytest.raises(ValueError, match="safety"):
-        PredatorPrey(safety="yes")
+        PredatorPrey(safety="maybe")
     with pytest.raises(ValueError, match="max_steps"):
         PredatorPrey(max_steps=0)

@@ -559,7 +559,7 @@ def test_invalid_sizes_and_params():
         ContinuousRware(num_shelves=4, num_requests=5)
     with pytest.raises(ValueError, match="grid_rows"):
         ArcticTransport(grid_rows=2)
-    with pytest.raises(ValueError, match="number of robots"):
+    with pytest.raises(ValueError, match="num_drones \\+ num_ground"):
         ArcticTransport(num_drones=10, num_ground=10)  # the start row holds 12
     env = MaterialTransport(num_robots=2)
     p = env.default_params()

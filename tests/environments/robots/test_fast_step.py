@@ -1,0 +1,115 @@
+"""The fast step against reference rollouts of the step before it (``arena_golden.py``):
+same trajectories, rewards and observations; with ``metrics="tick"`` the same info; with
+the default ``metrics="step"`` the info of the end-of-step pose. Also the robust filter
+(JaxRobotarium's barrier) and the constructor's argument checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from environments.robots import Navigation
+from environments.robots.arena import default_arena_params, pair_metrics
+from environments.robots.safety import ROBUST_DISTURBANCE, robust_filter, robust_rows
+
+_spec = importlib.util.spec_from_file_location("arena_golden", os.path.join(os.path.dirname(__file__), "arena_golden.py"))
+golden = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(golden)
+GOLDEN = golden.load()
+# one case per filter x control mode in the default suite; every scenario under -m slow
+FAST = ("nav_safe_tick", "nav_free_hold")
+
+
+def _compare(case, metrics):
+    got = golden.rollout(case, metrics=metrics)
+    ref = GOLDEN[case]
+    assert set(got) == set(ref)
+    for k, v in ref.items():
+        if metrics == "step" and k.split("/")[-1] in golden.TICK_INFO:
+            continue
+        np.testing.assert_array_equal(got[k], v, err_msg=f"{case}: {k}")
+    return got, ref
+
+
+@pytest.mark.parametrize("case", FAST)
+def test_same_trajectories_and_info_as_the_reference(case):
+    got, ref = _compare(case, "tick")
+    # end-of-step bookkeeping: the counts of the last tick, recomputed here from the poses
+    env_id, kwargs, _ = golden.CASES[case]
+    radius = jnp.full((ref["pose"].shape[-2],), 0.055)
+    m = jax.vmap(jax.vmap(pair_metrics, (0, None)), (0, None))(jnp.asarray(ref["pose"]), radius)
+    step = golden.rollout(case)  # the default, metrics="step"
+    for k, v in zip(golden.TICK_INFO, m):
+        np.testing.assert_array_equal(step[f"info/{k}"], np.asarray(v), err_msg=k)
+        # per-tick events include the end-of-step ones
+        assert np.all(got[f"info/{k}"] <= step[f"info/{k}"]) if k == "min_distance" else \
+            np.all(got[f"info/{k}"] >= step[f"info/{k}"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in golden.CASES if c not in FAST])
+def test_every_scenario_matches_the_reference(case):
+    _compare(case, "tick")
+    _compare(case, "step")
+
+
+def test_robust_rows_add_the_disturbance_hull():
+    """The robust bound minus ours is ``max_w (a_i . w) + max_w (a_j . w)`` over the
+    vertices ``w`` of the box ``[-d, d]^2`` of wheel-speed disturbances, with ``a_i`` the
+    pair row's coefficients on robot ``i``'s wheel speeds (normalised rows)."""
+    from environments.robots.arena import AXLE_LENGTH, WHEEL_RADIUS
+    from environments.robots.safety import pair_rows
+
+    rng = np.random.default_rng(0)
+    pose = jnp.asarray(np.c_[rng.uniform(-1, 1, (5, 2)), rng.uniform(-np.pi, np.pi, 5)], jnp.float32)
+    p = default_arena_params(5)
+    ux, uy, b, _ = pair_rows(pose, p)
+    _, _, rb, _ = robust_rows(pose, p)
+    l, r, L = 0.05, WHEEL_RADIUS, AXLE_LENGTH
+    D = np.array([[r / 2, r / 2], [-r / L, r / L]])
+    hull = ROBUST_DISTURBANCE * np.array([[-1, -1], [-1, 1], [1, 1], [1, -1]])
+    th = np.asarray(pose[:, 2], np.float64)
+    for i in range(5):
+        for j in range(5):
+            if i == j:
+                continue
+            u = np.array([ux[i, j], uy[i, j]], np.float64)
+            extra = 0.0
+            for k, s in ((i, 1), (j, -1)):
+                rot = np.array([[np.cos(th[k]), -np.sin(th[k])], [np.sin(th[k]), np.cos(th[k])]])
+                a = s * u @ rot @ np.diag([1, l]) @ D / np.sqrt(2)  # d(row)/d(wheel speeds of k)
+                extra += -np.min(hull @ a)
+            # float32 differences of large bounds: 1e-4 m/s
+            np.testing.assert_allclose(float(rb[i, j] - b[i, j]), extra, atol=1e-4 + 1e-6 * abs(float(b[i, j])))
+
+
+def test_robust_filter_meets_its_tolerance_and_keeps_safe_commands():
+    p = default_arena_params(4)
+    pose = jnp.array([[0.0, 0.0, 0.0], [0.3, 0.0, np.pi], [-0.5, 0.5, 0.0], [0.5, -0.6, 1.0]], jnp.float32)
+    head_on = jnp.array([[0.2, 0.0], [0.2, 0.0], [0.0, 0.0], [0.0, 0.0]], jnp.float32)
+    vw, _, res, used = jax.jit(lambda v: robust_filter(v, pose, p, 500, 1e-4))(head_on)
+    assert float(res) <= 1e-4 and 0 < int(used) < 500
+    assert float(vw[0, 0]) < 0.2 and float(vw[1, 0]) < 0.2  # both slowed down
+    still = jnp.zeros((4, 2), jnp.float32)
+    vw, _, res, used = robust_filter(still, pose.at[1, 0].set(1.2), p, 500, 1e-4)
+    assert int(used) == 0 and float(res) == 0.0 and np.all(np.asarray(vw) == 0)
+
+
+def test_constructor_arguments():
+    env = Navigation(safety="true", zero_order_hold="off", barrier="robust", metrics="tick")
+    assert env.safety is True and env.zero_order_hold is False
+    with pytest.raises(ValueError, match="unknown argument.*colour.*allowed: num_robots, action_mode"):
+        Navigation(colour="red")
+    with pytest.raises(ValueError, match="num_robots must be"):
+        Navigation(num_robots=0)
+    with pytest.raises(ValueError, match="barrier must be one of"):
+        Navigation(barrier="magic")
+    with pytest.raises(ValueError, match="metrics must be one of"):
+        Navigation(metrics="never")
+    with pytest.raises(ValueError, match="filter_tol"):
+        Navigation(filter_tol=0.0)
