@@ -15,15 +15,7 @@ from typing import Callable, Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxagents.bench.protocol import (
-    DEFAULT_NUM_ENVS,
-    _check_count,
-    _check_num_envs,
-    _measure,
-    _scan_rollout,
-    _version,
-    machine_info,
-)
+from jaxagents.bench.protocol import DEFAULT_NUM_ENVS, _check_args, _measure_sizes, _scan_rollout, _version, machine_info
 from jaxagents.bench.results import BenchResult, BenchRow
 from jaxagents.compat.jaxmarl.convert import mask_function, role_masks, space_from_jaxmarl
 from jaxagents.compat.jaxmarl.make import import_jaxmarl, make_jaxmarl
@@ -104,9 +96,7 @@ def benchmark_jaxmarl(
     Raises:
         ImportError: JaxMARL is not installed (``pip install 'jaxagents[jaxmarl]'``).
     """
-    sizes = _check_num_envs(num_envs)
-    steps = _check_count("steps", steps)
-    repeats = _check_count("repeats", repeats)
+    sizes, steps, repeats, _ = _check_args(num_envs, steps, repeats)
     jaxmarl = import_jaxmarl()
     if isinstance(jaxmarl_id_or_env, str):
         env = make_jaxmarl(jaxmarl_id_or_env, **make_kwargs)
@@ -116,15 +106,8 @@ def benchmark_jaxmarl(
             raise ValueError("make_kwargs only apply to a JaxMARL id, not to an environment instance")
         env, label = jaxmarl_id_or_env, type(jaxmarl_id_or_env).__name__
     key = jax.random.key(seed)
-    rows = []
-    for n in sizes:
-        run, args = _jaxmarl_program(env, n, steps, key)
-        compile_s, times, episodes = _measure(run, args, repeats)
-        row = BenchRow.from_times(library="jaxmarl", env=label, mode="jaxmarl", num_agents=int(env.num_agents),
-                                  num_envs=n, steps=steps, compile_s=compile_s, times_s=times, episodes=episodes)
-        rows.append(row)
-        if progress is not None:
-            progress(row)
+    rows = _measure_sizes(lambda n: _jaxmarl_program(env, n, steps, key), sizes, steps, repeats, progress,
+                          library="jaxmarl", env=label, mode="jaxmarl", num_agents=int(env.num_agents))
     machine = machine_info()
     machine["jaxmarl"] = _version("jaxmarl") or getattr(jaxmarl, "__version__", None)
     return BenchResult(rows=rows, machine=machine)

@@ -12,15 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxagents.bench.pgx import PGX_PREFIX, benchmark_pgx
-from jaxagents.bench.protocol import (
-    DEFAULT_NUM_ENVS,
-    _check_count,
-    _check_modes,
-    _check_num_envs,
-    _measure,
-    _scan_rollout,
-    machine_info,
-)
+from jaxagents.bench.protocol import DEFAULT_NUM_ENVS, _check_args, _measure_sizes, _scan_rollout, machine_info
 from jaxagents.bench.results import BenchResult, BenchRow
 from jaxagents.compat.jaxmarl import JAXMARL_PREFIX, from_jaxmarl, make_jaxmarl
 from jaxagents.core.env import Env, random_actions
@@ -132,10 +124,7 @@ def benchmark(
     Returns:
         ``BenchResult`` with one row per (mode, num_envs), modes outermost.
     """
-    sizes = _check_num_envs(num_envs)
-    steps = _check_count("steps", steps)
-    repeats = _check_count("repeats", repeats)
-    modes = _check_modes(mode)
+    sizes, steps, repeats, modes = _check_args(num_envs, steps, repeats, mode)
     check_rng(action_rng)
     if isinstance(env_or_id, str) and env_or_id.startswith(PGX_PREFIX):
         if modes != ("vec",) or params is not None or env_kwargs or action_rng != "threefry":
@@ -148,13 +137,7 @@ def benchmark(
     key = jax.random.key(seed)
     rows = []
     for m in modes:
-        for n in sizes:
-            run, args = _jaxagents_program(env, m, n, steps, key, params, action_rng)
-            compile_s, times, episodes = _measure(run, args, repeats)
-            row = BenchRow.from_times(library="jaxagents", env=label, mode=m, num_agents=env.num_agents,
-                                      num_envs=n, steps=steps, compile_s=compile_s, times_s=times,
-                                      episodes=episodes, action_rng=action_rng)
-            rows.append(row)
-            if progress is not None:
-                progress(row)
+        rows += _measure_sizes(lambda n, m=m: _jaxagents_program(env, m, n, steps, key, params, action_rng),
+                               sizes, steps, repeats, progress, library="jaxagents", env=label, mode=m,
+                               num_agents=env.num_agents, action_rng=action_rng)
     return BenchResult(rows=rows, machine=machine_info())

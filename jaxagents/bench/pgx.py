@@ -12,15 +12,7 @@ from typing import Callable, Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxagents.bench.protocol import (
-    DEFAULT_NUM_ENVS,
-    _check_count,
-    _check_num_envs,
-    _measure,
-    _scan_rollout,
-    _version,
-    machine_info,
-)
+from jaxagents.bench.protocol import DEFAULT_NUM_ENVS, _check_args, _measure_sizes, _scan_rollout, _version, machine_info
 from jaxagents.bench.results import BenchResult, BenchRow
 from jaxagents.core import spaces as ja_spaces
 from jaxagents.core.env import random_actions
@@ -127,20 +119,11 @@ def benchmark_pgx(
         ImportError: pgx is not installed (``pip install pgx``).
         ValueError: unknown id (with close matches) or bad sizes.
     """
-    sizes = _check_num_envs(num_envs)
-    steps = _check_count("steps", steps)
-    repeats = _check_count("repeats", repeats)
+    sizes, steps, repeats, _ = _check_args(num_envs, steps, repeats)
     env, label = _make_pgx(pgx_id)
     key = jax.random.key(seed)
-    rows = []
-    for n in sizes:
-        run, args = _pgx_program(env, n, steps, key)
-        compile_s, times, episodes = _measure(run, args, repeats)
-        row = BenchRow.from_times(library="pgx", env=label, mode="pgx", num_agents=int(env.num_players),
-                                  num_envs=n, steps=steps, compile_s=compile_s, times_s=times, episodes=episodes)
-        rows.append(row)
-        if progress is not None:
-            progress(row)
+    rows = _measure_sizes(lambda n: _pgx_program(env, n, steps, key), sizes, steps, repeats, progress,
+                          library="pgx", env=label, mode="pgx", num_agents=int(env.num_players))
     machine = machine_info()
     machine["pgx"] = _version("pgx")
     return BenchResult(rows=rows, machine=machine)

@@ -22,6 +22,9 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from jaxagents.bench.results import BenchRow
+from jaxagents.core.validate import check_positive_int, is_int
+
 MODES = ("vec", "autoreset", "bare")
 """What ``benchmark`` can measure:
 
@@ -81,7 +84,7 @@ def machine_info() -> dict:
 
 # --------------------------------------------------------------------------- validation
 def _check_num_envs(num_envs) -> tuple[int, ...]:
-    if isinstance(num_envs, int) and not isinstance(num_envs, bool):
+    if is_int(num_envs):
         num_envs = (num_envs,)
     try:
         values = tuple(num_envs)
@@ -90,15 +93,9 @@ def _check_num_envs(num_envs) -> tuple[int, ...]:
     if not values:
         raise ValueError("num_envs must not be empty")
     for n in values:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if not is_int(n) or n < 1:
             raise ValueError(f"num_envs must contain positive ints only, got {n!r} in {values!r}")
-    return values
-
-
-def _check_count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
+    return tuple(int(n) for n in values)
 
 
 def _check_modes(mode) -> tuple[str, ...]:
@@ -107,6 +104,17 @@ def _check_modes(mode) -> tuple[str, ...]:
     if bad or not modes:
         raise ValueError(f"mode must be one of {', '.join(MODES)} or 'all' (or a sequence of them), got {mode!r}")
     return modes
+
+
+def _check_args(num_envs, steps, repeats, mode=None):
+    """``(sizes, steps, repeats, modes)`` checked, for every backend (``modes`` is
+    ``None`` when ``mode`` is: the other libraries have one mode of their own)."""
+    return (
+        _check_num_envs(num_envs),
+        check_positive_int("steps", steps),
+        check_positive_int("repeats", repeats),
+        None if mode is None else _check_modes(mode),
+    )
 
 
 # --------------------------------------------------------------------------- the protocol
@@ -154,3 +162,19 @@ def _measure(run: Callable, args: tuple, repeats: int) -> tuple[float, list[floa
         jax.block_until_ready(compiled(*args))
         times.append(time.perf_counter() - t0)
     return compile_s, times, episodes
+
+
+def _measure_sizes(program: Callable[[int], tuple], sizes, steps: int, repeats: int,
+                   progress: Callable[[BenchRow], None] | None, **fields) -> list[BenchRow]:
+    """One ``BenchRow`` per size: ``program(num_envs) -> (run, args)`` measured by
+    ``_measure``; ``fields`` are the rest of the row (library, env, mode, num_agents,
+    action_rng). ``progress`` sees each row as soon as it is measured."""
+    rows = []
+    for n in sizes:
+        run, args = program(n)
+        compile_s, times, episodes = _measure(run, args, repeats)
+        rows.append(BenchRow.from_times(num_envs=n, steps=steps, compile_s=compile_s, times_s=times,
+                                        episodes=episodes, **fields))
+        if progress is not None:
+            progress(rows[-1])
+    return rows
