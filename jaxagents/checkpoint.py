@@ -10,7 +10,12 @@ exactly where the saved one was.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sys
+import tempfile
+import time
 from typing import Any
 
 import jax
@@ -41,13 +46,19 @@ class Checkpointer:
     killed right after can resume from it).
     """
 
-    def __init__(self, directory: str | os.PathLike, max_to_keep: int | None = 3):
+    def __init__(self, directory: str | os.PathLike, max_to_keep: int | None = 3, create: bool = True):
         if max_to_keep is not None and max_to_keep < 1:
-            raise ValueError(f"max_to_keep must be >= 1 or None, got {max_to_keep}")
+            raise ValueError(f"keep_checkpoints (max_to_keep) must be >= 1 or None, got {max_to_keep}")
         self.directory = os.path.abspath(os.fspath(directory))
-        self.manager = ocp.CheckpointManager(
+        if not create and not os.path.isdir(self.directory):
+            raise FileNotFoundError(f"no checkpoint directory {self.directory}")
+        self.max_to_keep = max_to_keep
+        self.manager = self._manager(create)
+
+    def _manager(self, create: bool = True):
+        return ocp.CheckpointManager(
             self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, enable_async_checkpointing=False, create=True),
+            options=ocp.CheckpointManagerOptions(max_to_keep=self.max_to_keep, enable_async_checkpointing=False, create=create),
             item_names=("state", "config", "metrics"),
         )
 
@@ -90,5 +101,109 @@ class Checkpointer:
         )
         return _from_saveable(out.state, like), out.config, out.metrics
 
+    def restore_newest(self, like: Any, move_aside: bool = True) -> tuple[Any, int, list[str]]:
+        """The newest checkpoint that restores: ``(state, step, skipped)``.
+
+        A checkpoint that does not restore (a truncated data file, a missing manifest,
+        an empty ``_METADATA``: a run killed while saving, a full disk) is moved aside
+        to ``<directory>.corrupt/<step>`` -- kept for inspection, out of the way of
+        later saves, which would otherwise skip every step at or below it -- and the
+        next older one is tried (``move_aside=False``: left where it is, for readers
+        such as ``jaxagents eval``). ``skipped`` says what was moved and why. Raises
+        ``FileNotFoundError`` when there is no checkpoint, ``ValueError`` naming every
+        checkpoint and its error when none restores."""
+        steps = sorted(self.all_steps(), reverse=True)
+        if not steps:
+            raise FileNotFoundError(f"no checkpoint in {self.directory}")
+        failures = []
+        for step in steps:
+            try:
+                with _stderr_of_failures():
+                    state, _, _ = self.restore(like, step)
+                    jax.block_until_ready(state)
+            except Exception as e:  # orbax/tensorstore raise many kinds; each means "does not restore"
+                failures.append((step, _bad_json(os.path.join(self.directory, str(step))) or _one_line(e)))
+                continue
+            if not move_aside:
+                return state, step, [f"checkpoint {os.path.join(self.directory, str(s))} does not restore ({why}); skipped" for s, why in failures]
+            skipped = [self._move_aside(s, why) for s, why in failures]
+            if skipped:
+                self.manager.close()
+                self.manager = self._manager()
+            return state, step, skipped
+        detail = "; ".join(f"{os.path.join(self.directory, str(s))}: {why}" for s, why in failures)
+        raise ValueError(f"no checkpoint of {self.directory} restores ({detail})")
+
+    def _move_aside(self, step: int, why: str) -> str:
+        src = os.path.join(self.directory, str(step))
+        dst_dir = self.directory + ".corrupt"
+        os.makedirs(dst_dir, exist_ok=True)
+        dst = os.path.join(dst_dir, str(step))
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        shutil.move(src, dst)
+        return f"checkpoint {src} does not restore ({why}); moved to {dst}"
+
     def close(self) -> None:
         self.manager.close()
+
+
+@contextlib.contextmanager
+def _stderr_of_failures(settle_s: float = 0.3, max_wait_s: float = 3.0):
+    """Hold back what is written to file descriptor 2 while a restore runs: when it
+    fails, tensorstore's pending reads keep printing asyncio tracebacks ("Event loop
+    is closed") for a moment after the error, which the caller reports in one line
+    instead; when it succeeds, what was written is passed on."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2 (some notebook kernels): nothing to hold back
+        yield
+        return
+    with tempfile.TemporaryFile() as buf:
+        os.dup2(buf.fileno(), 2)
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            if failed:  # wait until the late tracebacks have stopped coming
+                size, still, t0 = -1, 0.0, time.monotonic()
+                while still < settle_s and time.monotonic() - t0 < max_wait_s:
+                    time.sleep(0.05)
+                    now = os.fstat(buf.fileno()).st_size
+                    still = still + 0.05 if now == size else 0.0
+                    size = now
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not failed:
+                buf.seek(0)
+                text = buf.read()
+                if text:
+                    os.write(2, text)
+
+
+def _bad_json(step_dir: str) -> str | None:
+    """The first JSON file of a checkpoint that does not parse, named (orbax's own
+    error is a bare ``JSONDecodeError``)."""
+    import json
+
+    for root, _, files in sorted(os.walk(step_dir)):
+        for name in sorted(files):
+            if name in ("_METADATA", "_CHECKPOINT_METADATA", "metadata", "metrics", "_sharding"):
+                path = os.path.join(root, name)
+                try:
+                    with open(path) as f:
+                        json.load(f)
+                except (OSError, ValueError) as e:
+                    return f"{path} is not valid JSON ({'empty' if os.path.getsize(path) == 0 else e})"
+    return None
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    text = f"{type(e).__name__}: {text}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -4,26 +4,35 @@
 from __future__ import annotations
 
 import os
+import sys
 
 
 def cmd_train(args) -> int:
     from jaxagents import runner
 
-    if args.resume:
-        if args.config or args.overrides:
-            raise ValueError("--resume RUN_DIR takes no CONFIG or overrides (the run's config.yaml is used)")
-        if not os.path.isfile(os.path.join(args.resume, "config.yaml")):
-            raise ValueError(f"--resume: {args.resume!r} is not a run directory (no config.yaml)")
-        runner.run(run_dir=args.resume, resume=True, quiet=args.quiet)
+    try:
+        if args.resume:
+            if args.config or args.overrides:
+                raise ValueError("--resume RUN_DIR takes no CONFIG or overrides (the run's config.yaml is used)")
+            if args.overwrite:
+                raise ValueError("--resume continues a run and --overwrite deletes it: give one of them")
+            if args.run_dir and os.path.abspath(args.run_dir) != os.path.abspath(args.resume):
+                raise ValueError(f"--resume {args.resume} already names the run directory: drop --run-dir {args.run_dir}")
+            if not os.path.isfile(os.path.join(args.resume, "config.yaml")):
+                raise ValueError(f"--resume: {args.resume!r} is not a run directory (no config.yaml)")
+            runner.run(run_dir=args.resume, resume=True, quiet=args.quiet)
+            return 0
+        config, overrides = args.config, list(args.overrides)
+        if config is not None and "=" in config and not os.path.exists(config):
+            config, overrides = None, [config] + overrides  # only overrides of the embedded default
+        if config is not None and not os.path.isfile(config):
+            raise ValueError(f"CONFIG {config!r} is not a file (see baselines/configs/)")
+        cfg = runner.load_config(config, overrides)
+        runner.run(cfg, run_dir=args.run_dir, quiet=args.quiet, overwrite=args.overwrite)
         return 0
-    config, overrides = args.config, list(args.overrides)
-    if config is not None and "=" in config and not os.path.exists(config):
-        config, overrides = None, [config] + overrides  # only overrides of the embedded default
-    if config is not None and not os.path.isfile(config):
-        raise ValueError(f"CONFIG {config!r} is not a file (see baselines/configs/)")
-    cfg = runner.load_config(config, overrides)
-    runner.run(cfg, run_dir=args.run_dir, quiet=args.quiet)
-    return 0
+    except runner.TrainingDiverged as e:
+        print(f"jaxagents train: {e}", file=sys.stderr)
+        return 1
 
 
 def cmd_eval(args) -> int:
@@ -40,13 +49,14 @@ def add_commands(sub) -> None:
         "train",
         help="train from a YAML config (default: a short Kuhn poker self-play run)",
         description="Train a learner. CONFIG is a YAML file (see baselines/configs/); without it the embedded "
-        "default runs (Kuhn poker self-play with RAE, about a minute on 2 CPU cores). Overrides are "
+        "default runs (Kuhn poker self-play with RAE, 1-2 minutes on 2 CPU cores). Overrides are "
         "dotted key=value pairs, e.g. train.ppo.lr=3e-4 num_seeds=4.",
     )
     st.add_argument("config", nargs="?", help="YAML config file")
     st.add_argument("overrides", nargs="*", help="key.path=value overrides")
     st.add_argument("--run-dir", help="where to write the run (default runs/<learner>-<env>-<time>)")
     st.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last checkpoint")
+    st.add_argument("--overwrite", action="store_true", help="delete the run already in --run-dir and start again")
     st.add_argument("--quiet", action="store_true", help="no progress bar or results table")
     st.set_defaults(func=cmd_train)
 

@@ -9,6 +9,23 @@ the segment's metrics are logged. A killed run restarted with ``resume`` restore
 the last checkpoint and replays the same segments, so its results are
 bit-identical to an uninterrupted run.
 
+Nothing is lost or overwritten:
+
+* everything is checked before the run directory is created -- every config
+  section (``jaxagents.config``), the environment and the learner's construction;
+* a new run refuses a directory that is not empty (``resume`` continues it,
+  ``overwrite=True`` deletes the old run first);
+* files are written atomically (a temporary file and a rename); a half-written last
+  line of ``metrics.jsonl`` is dropped on resume; a checkpoint that does not restore
+  is moved aside and the next older one is used (``Checkpointer.restore_newest``);
+* a diverged run (non-finite losses or parameters) stops with ``TrainingDiverged``
+  naming the update and the last good checkpoint; the diverged state is not
+  checkpointed, and its metrics rows are kept (non-finite losses as ``null``, listed
+  under ``"nonfinite"``);
+* with several processes (multi-host) only process 0 lays out the directory and
+  writes the config, metrics, plot and results; checkpoints are written by orbax,
+  which coordinates the processes itself.
+
 Config schema (every key optional; see ``DEFAULT``)::
 
     learner: selfplay | ippo | mappo
@@ -23,11 +40,12 @@ Config schema (every key optional; see ``DEFAULT``)::
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import datetime
+import inspect
 import json
 import os
+import shutil
+import sys
 import time
 from typing import Any
 
@@ -36,101 +54,85 @@ import jax.numpy as jnp
 import numpy as np
 import yaml
 
+from jaxagents import config as configs
 from jaxagents import tracking
 from jaxagents.checkpoint import Checkpointer
+from jaxagents.core.validate import check_bool, check_float, check_int
 
+# The embedded default, the first run a newcomer sees: Kuhn poker self-play with
+# role-conditioned advantages, the recipe of baselines/configs/selfplay_kuhn.yaml
+# (docs/results_selfplay.md) on a sixth of its budget: 1000 updates of 1024 envs x 16
+# steps, plain SGD, entropy annealed 0.1 -> 0.05 and a parameter average over ~100
+# updates. About 1-2 minutes on 2 CPU cores; exploitability 0.458 (uniform play) ->
+# ~0.01-0.02. The full recipe (<= 0.01) is `jaxagents train baselines/configs/selfplay_kuhn.yaml`.
 DEFAULT: dict[str, Any] = {
     "learner": "selfplay",
     "env": {"id": "kuhn_poker", "kwargs": {}, "params": {}},
     "seed": 0,
     "num_seeds": 1,
-    "checkpoint_every": 50,
+    "checkpoint_every": 250,
     "keep_checkpoints": 3,
     "log": {"progress": True, "tensorboard": False, "wandb_project": None},
-    # the embedded default: Kuhn poker self-play with role-conditioned advantages
     "train": {
         "ppo": {
-            "num_envs": 256,
+            "num_envs": 1024,
             "num_steps": 16,
-            "total_timesteps": 256 * 16 * 150,
-            "update_epochs": 2,
-            "num_minibatches": 2,
-            "lr": 1e-3,
+            "total_timesteps": 1024 * 16 * 1000,
+            "update_epochs": 1,
+            "num_minibatches": 1,
+            "optimizer": "sgd",
+            "lr": 0.8,
             "ent_coef": 0.1,
+            "ent_coef_final": 0.05,
             "advantage": "rae",
             "normalize": "none",
         },
-        "eval_every": 25,
+        "eval_every": 50,
+        "eval_envs": 32,
+        "eval_steps": 8,
+        "average_decay": 0.99,
     },
 }
 
-LEARNERS = ("selfplay", "ippo", "mappo")
+LEARNERS = configs.LEARNERS
+deep_update = configs.deep_update
+apply_overrides = configs.apply_overrides
+
+
+class TrainingDiverged(RuntimeError):
+    """Non-finite losses or parameters: the run stopped (its metrics are kept)."""
 
 
 # ----------------------------------------------------------------------- config
 
 
-def deep_update(base: dict, new: dict) -> dict:
-    out = copy.deepcopy(base)
-    for k, v in new.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = deep_update(out[k], v)
-        else:
-            out[k] = copy.deepcopy(v)
-    return out
-
-
-def apply_overrides(config: dict, overrides: list[str]) -> dict:
-    """``["train.ppo.lr=1e-3", "env.kwargs.layout=cramped_room"]`` -> updated copy.
-    Values are parsed as YAML (numbers, booleans, lists, null)."""
-    config = copy.deepcopy(config)
-    for item in overrides:
-        if "=" not in item:
-            raise ValueError(f"override {item!r} must look like key.path=value")
-        path, raw = item.split("=", 1)
-        keys = path.strip().split(".")
-        if not all(keys):
-            raise ValueError(f"override {item!r}: empty key in {path!r}")
-        node = config
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"override {item!r}: {k!r} is not a section")
-        node[keys[-1]] = yaml.safe_load(raw)
-    return config
-
-
 def load_config(path: str | None = None, overrides: list[str] = ()) -> dict:
-    """The embedded default, updated by the YAML file at ``path`` and the overrides.
-    The learner's ``train`` section starts empty when the file names another learner
-    or environment (the default's Kuhn budget would not fit them)."""
-    config = copy.deepcopy(DEFAULT)
-    if path is not None:
-        with open(path) as f:
-            user = yaml.safe_load(f) or {}
-        if not isinstance(user, dict):
-            raise ValueError(f"{path}: a config must be a YAML mapping")
-        if "train" in user or user.get("learner", "selfplay") != "selfplay" or "env" in user:
-            config["train"] = {}
-        config = deep_update(config, user)
-    config = apply_overrides(config, list(overrides))
-    validate_config(config)
-    return config
+    """The embedded default, updated by the YAML file at ``path`` and the overrides,
+    resolved and checked (``jaxagents.config.load``). The default's ``train``
+    section applies only to its own learner and environment: a file with a ``train``
+    section, or another learner or environment (``learner=ippo``), starts from the
+    learner's own defaults."""
+    return configs.load(path, list(overrides), DEFAULT)
 
 
-def validate_config(config: dict) -> None:
-    unknown = sorted(set(config) - set(DEFAULT) - {"name", "description"})
-    if unknown:
-        raise ValueError(f"unknown config keys {unknown}; allowed: {sorted(DEFAULT) + ['name', 'description']}")
-    if config["learner"] not in LEARNERS:
-        raise ValueError(f"learner must be one of {LEARNERS}, got {config['learner']!r}")
-    for k in ("num_seeds",):
-        if not isinstance(config[k], int) or config[k] < 1:
-            raise ValueError(f"{k} must be a positive int, got {config[k]!r}")
-    if not isinstance(config["checkpoint_every"], int) or config["checkpoint_every"] < 0:
-        raise ValueError(f"checkpoint_every must be an int >= 0, got {config['checkpoint_every']!r}")
-    if not isinstance(config["env"], dict) or "id" not in config["env"]:
-        raise ValueError("env must be a mapping with an 'id'")
+def prepare(config: dict | None) -> dict:
+    """A complete, checked config from a partial one (missing keys from ``DEFAULT``)."""
+    return configs.validate(configs.resolve({} if config is None else config, DEFAULT), DEFAULT)
+
+
+def validate_config(config: dict) -> dict:
+    """A checked copy of a complete config (``jaxagents.config.validate``)."""
+    return configs.validate(config, DEFAULT)
+
+
+def read_run_config(run_dir: str) -> dict:
+    """The checked config of an existing run directory."""
+    path = os.path.join(run_dir, "config.yaml")
+    if not os.path.isdir(run_dir):
+        raise ValueError(f"{run_dir!r} is not a run directory (no such directory)")
+    if not os.path.isfile(path):
+        raise ValueError(f"{run_dir!r} is not a run directory (no config.yaml)")
+    return prepare(configs.read_yaml(path))
 
 
 # ----------------------------------------------------------------------- building
@@ -150,17 +152,43 @@ def make_env(spec: dict):
     params = env.default_params()
     overrides = dict(spec.get("params") or {})
     if overrides:
-        fields = {f.name for f in dataclasses.fields(params)}
-        bad = sorted(set(overrides) - fields)
-        if bad:
-            raise ValueError(f"env.params: unknown fields {bad}; {type(params).__name__} has {sorted(fields)}")
-        params = params.replace(**{k: jnp.asarray(v, getattr(params, k).dtype) for k, v in overrides.items()})
+        params = params.replace(**_env_param_values(params, overrides))
     env.validate_params(params)
     return env, params
 
 
+def _env_param_values(params, overrides: dict) -> dict:
+    """``env.params`` overrides checked against the fields of ``params`` (names, and
+    the kind of each scalar: an integer field takes an integer, not ``2.5``) and cast
+    to their dtypes."""
+    import dataclasses
+
+    fields = [f.name for f in dataclasses.fields(params)]
+    out = {}
+    for k, v in overrides.items():
+        if k not in fields:
+            raise configs.unknown_key("env.params", k, fields)
+        ref = np.asarray(getattr(params, k))
+        name = f"env.params.{k}"
+        if ref.ndim == 0:
+            if ref.dtype == bool:
+                v = check_bool(name, v)
+            elif np.issubdtype(ref.dtype, np.integer):
+                v = check_int(name, int(v) if isinstance(v, float) and v.is_integer() else v)
+            elif np.issubdtype(ref.dtype, np.floating):
+                v = check_float(name, v)
+        try:
+            value = jnp.asarray(v, ref.dtype)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{name} must be an array like {ref.tolist()!r} ({ref.dtype}), got {v!r}: {e}") from None
+        if value.shape != ref.shape:
+            raise ValueError(f"{name} must have shape {ref.shape} (like {ref.tolist()!r}), got shape {value.shape}")
+        out[k] = value
+    return out
+
+
 def build(config: dict, callback=None):
-    """``config`` -> the learner's ``train`` function (with ``init``/``update``)."""
+    """``config`` -> the learner (``init``/``update``/``evaluate``, ``num_updates``)."""
     from jaxagents.learners import ppo, selfplay
 
     env, env_params = make_env(config["env"])
@@ -175,6 +203,75 @@ def build(config: dict, callback=None):
     except TypeError as e:  # unknown field names
         raise ValueError(f"train section: {e}") from None
     return ppo.make_train(cfg, env, env_params=env_params, callback=callback)
+
+
+def _evaluate_states(learner, state, keys) -> dict:
+    """The learner's evaluation of every seed's train state (leading axis: seeds)."""
+    evaluate = learner.evaluate
+    if "extra" in inspect.signature(evaluate).parameters:  # the learner interface before ``Learner``
+        evaluate = lambda s, k: learner.evaluate(s.params, k, extra=s.extra)  # noqa: E731
+    return jax.jit(jax.vmap(evaluate))(state, keys)
+
+
+# ----------------------------------------------------------------------- run directories
+
+
+def default_run_dir(config: dict) -> str:
+    """``runs/<learner>-<env>-<time>`` (``-2``, ``-3``... when that exists already)."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    env_id = config["env"]["id"].replace(":", "-").replace("/", "-")
+    base = os.path.join("runs", f"{config['learner']}-{env_id}-{stamp}")
+    path, i = base, 1
+    while os.path.exists(path):
+        i += 1
+        path = f"{base}-{i}"
+    return path
+
+
+def _is_run_dir(path: str) -> bool:
+    return any(os.path.exists(os.path.join(path, f)) for f in ("config.yaml", "metrics.jsonl", "checkpoints"))
+
+
+def _writable_ancestor(path: str) -> str | None:
+    """The nearest existing directory at or above ``path`` if it is not writable."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        p = os.path.dirname(p)
+    return None if os.access(p, os.W_OK) else p
+
+
+def check_new_run_dir(run_dir: str, overwrite: bool = False) -> None:
+    """Raise unless a new run may be written to ``run_dir`` (nothing is written)."""
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ValueError(f"run directory {run_dir!r} is a file, not a directory: choose another --run-dir")
+    if os.path.isdir(run_dir) and os.listdir(run_dir):
+        if not overwrite:
+            what = "holds a run" if _is_run_dir(run_dir) else "is not empty"
+            raise ValueError(
+                f"run directory {run_dir!r} {what}: continue it with `jaxagents train --resume {run_dir}`, "
+                f"choose another --run-dir, or pass --overwrite to delete it and start again"
+            )
+        if not _is_run_dir(run_dir):
+            raise ValueError(f"--overwrite deletes only a run directory (one with config.yaml); {run_dir!r} holds other files")
+    bad = _writable_ancestor(run_dir)
+    if bad is not None:
+        raise ValueError(f"cannot write run directory {run_dir!r}: {bad!r} is not writable")
+
+
+def _lay_out(run_dir: str, config: dict, overwrite: bool) -> None:
+    """Create the run directory (emptied first with ``overwrite``) and its config.yaml."""
+    try:
+        if overwrite and os.path.isdir(run_dir):
+            shutil.rmtree(run_dir)
+        os.makedirs(run_dir, exist_ok=True)
+        tracking.atomic_write(os.path.join(run_dir, "config.yaml"), yaml.safe_dump(config, sort_keys=False))
+    except OSError as e:
+        raise ValueError(f"cannot write run directory {run_dir!r}: {e.strerror or e}") from None
+
+
+def _primary() -> bool:
+    """Whether this process writes the run's logs, tables and plots (process 0)."""
+    return jax.process_index() == 0
 
 
 # ----------------------------------------------------------------------- running
@@ -205,101 +302,195 @@ class _Progress:
             self.bar.close()
 
 
-def default_run_dir(config: dict) -> str:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    env_id = config["env"]["id"].replace(":", "-").replace("/", "-")
-    return os.path.join("runs", f"{config['learner']}-{env_id}-{stamp}")
-
-
 def _shared_update(state):
     """``state`` with its per-seed update counters ``i32[S]`` (all equal) as one scalar."""
     return state.replace(update=state.update[0])
 
 
-def run(config: dict | None = None, run_dir: str | None = None, resume: bool = False, quiet: bool = False) -> dict:
+def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
+    """The row of update 0: the learner's evaluation of the initial state, restricted
+    to the evaluations the run logs (``logged``: the names of its metrics), so that
+    every evaluation curve starts at the untrained policy. Empty when the run logs no
+    evaluation."""
+    logged = {k for k in logged if k.startswith("eval/")}
+    if not logged:
+        return []
+    S = config["num_seeds"]
+    keys = jax.random.split(jax.random.fold_in(jax.random.key(config["seed"]), 0x5EED), S)
+    metrics = {k: v for k, v in _evaluate_states(learner, state0, keys).items() if k in logged}
+    if not metrics:
+        return []
+    zeros = np.zeros((S, 1))
+    return tracking.rows_from_metrics({"update": zeros, "env_steps": zeros, **metrics}, S)
+
+
+def _divergence(rows: list[dict], params) -> str | None:
+    """What diverged in a segment: the first update with a non-finite loss, or
+    non-finite parameters at its end; None when everything is finite."""
+    for r in rows:
+        if r.get("nonfinite"):
+            return f"non-finite {', '.join(r['nonfinite'])} at update {r['update']}"
+    leaves = [x for x in jax.tree.leaves(params) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+    if leaves and not bool(jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))):
+        return f"non-finite parameters after update {rows[-1]['update'] if rows else '?'}"
+    return None
+
+
+def _warn(message: str) -> None:
+    print(f"jaxagents: {message}", file=sys.stderr)
+
+
+def run(
+    config: dict | None = None,
+    run_dir: str | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+    overwrite: bool = False,
+) -> dict:
     """Train (or resume) a run; returns the results dict also written to
-    ``<run_dir>/results.json``."""
+    ``<run_dir>/results.json``.
+
+    Args:
+        config: a (possibly partial) config; missing keys come from ``DEFAULT``.
+        run_dir: where to write the run (default ``runs/<learner>-<env>-<time>``);
+            it must not hold anything unless ``resume`` or ``overwrite``.
+        resume: continue the run in ``run_dir`` from its newest checkpoint that
+            restores, with its own config.yaml (``config`` must be None).
+        quiet: no progress bar, results table or warnings on stdout.
+        overwrite: delete the run in ``run_dir`` first.
+
+    Raises ``ValueError`` (one line) for a bad config or run directory, before
+    anything is written, and ``TrainingDiverged`` when losses or parameters become
+    non-finite.
+    """
+    primary = _primary()
     if resume:
         if run_dir is None:
             raise ValueError("resume needs the run directory")
-        with open(os.path.join(run_dir, "config.yaml")) as f:
-            config = yaml.safe_load(f)
-    config = deep_update(DEFAULT, {}) if config is None else config
-    validate_config(config)
-    run_dir = run_dir or default_run_dir(config)
-    os.makedirs(run_dir, exist_ok=True)
-    if not resume:
-        with open(os.path.join(run_dir, "config.yaml"), "w") as f:
-            yaml.safe_dump(config, f, sort_keys=False)
+        if config is not None or overwrite:
+            raise ValueError("resume continues a run with its own config.yaml: pass no config and no overwrite")
+        config = read_run_config(run_dir)
+        if not os.access(run_dir, os.W_OK):
+            raise ValueError(f"cannot resume {run_dir!r}: the directory is not writable")
+    else:
+        config = prepare(config)
+        if run_dir is None:
+            if jax.process_count() > 1:
+                raise ValueError("a run over several processes needs an explicit run_dir, the same on every process")
+            run_dir = default_run_dir(config)
+        check_new_run_dir(run_dir, overwrite)
 
     S = config["num_seeds"]
-    progress = _Progress(0, config["log"].get("progress", True) and not quiet)
-    train = build(config, callback=progress)
-    U = train.num_updates
+    progress = _Progress(0, config["log"].get("progress", True) and not quiet and primary)
+    learner = build(config, callback=progress)  # the learner's own checks, before anything is written
+    if not resume and primary:
+        _lay_out(run_dir, config, overwrite)
+    U = learner.num_updates
     progress.total = U
     every = config["checkpoint_every"] or U
     keys = jax.random.split(jax.random.key(config["seed"]), S)
 
     t0 = time.perf_counter()
-    state = jax.jit(jax.vmap(train.init))(keys)
-    ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config.get("keep_checkpoints", 3))
-    sinks = tracking.make_sinks(config["log"], run_dir, config)
-    if resume and ckpt.latest_step() is not None:
-        state, _, _ = ckpt.restore(state)
-        sinks[0].truncate_after(int(ckpt.latest_step()))
-    elif not resume:
-        sinks[0].truncate_after(-1)
+    state = jax.jit(jax.vmap(learner.init))(keys)
+    ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
+    metrics_path = os.path.join(run_dir, "metrics.jsonl")
+    results_path = os.path.join(run_dir, "results.json")
+    restored = None
+    if resume and ckpt.all_steps():
+        state, restored, skipped = ckpt.restore_newest(state)
+        for message in skipped:
+            _warn(message)
+    done = int(np.asarray(state.update)[0])
+    if resume and done >= U and os.path.isfile(results_path):  # finished already: its figures stand
+        ckpt.close()
+        progress.close()
+        with open(results_path) as f:
+            results = json.load(f)
+        if not quiet and primary:
+            print(format_results(results))
+        return results
+    sinks = []
+    if primary:
+        tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
+        sinks = tracking.make_sinks(config["log"], run_dir, config)
 
     compiled = {}  # segment length -> compiled program (at most two lengths)
-    done = int(np.asarray(state.update)[0])
-    compile_s, train_s = 0.0, 0.0
-    while done < U:
-        n = min(every, U - done)
-        if n not in compiled:
-            tc = time.perf_counter()
-            body = lambda s, n=n: jax.lax.scan(lambda c, _: train.update(c), s, None, n)
-            # Seeds advance in lockstep, so the update counter is vmapped as one shared
-            # scalar: a `lax.cond` on it (evaluate every K updates) stays a branch
-            # instead of becoming a select that evaluates on every update.
-            axes = jax.tree.map(lambda _: 0, state).replace(update=None)
-            compiled[n] = jax.jit(jax.vmap(body, in_axes=(axes,), out_axes=(axes, 0))).lower(_shared_update(state)).compile()
-            compile_s += time.perf_counter() - tc
-        fn = compiled[n]
-        ts = time.perf_counter()
-        state, metrics = fn(_shared_update(state))
-        state = state.replace(update=jnp.broadcast_to(state.update, (S,)))
-        jax.block_until_ready(metrics)
-        train_s += time.perf_counter() - ts
-        done = int(np.asarray(state.update)[0])
-        rows = tracking.rows_from_metrics(metrics, S)
+    compile_s, train_s, trained_steps = 0.0, 0.0, 0
+    start_due = done == 0  # evaluate the initial state: the start of every evaluation curve
+    diverged = None
+    try:
+        while done < U:
+            n = min(every, U - done)
+            if n not in compiled:
+                tc = time.perf_counter()
+                body = lambda s, n=n: jax.lax.scan(lambda c, _: learner.update(c), s, None, n)  # noqa: E731
+                # Seeds advance in lockstep, so the update counter is vmapped as one shared
+                # scalar: a `lax.cond` on it (evaluate every K updates) stays a branch
+                # instead of becoming a select that evaluates on every update.
+                axes = jax.tree.map(lambda _: 0, state).replace(update=None)
+                compiled[n] = jax.jit(jax.vmap(body, in_axes=(axes,), out_axes=(axes, 0))).lower(_shared_update(state)).compile()
+                compile_s += time.perf_counter() - tc
+            if start_due:
+                start_due = False
+                start = _start_rows(learner, state, config, compiled[n].out_info[1])
+                for s in sinks:
+                    s.write(start)
+            ts = time.perf_counter()
+            state, metrics = compiled[n](_shared_update(state))
+            state = state.replace(update=jnp.broadcast_to(state.update, (S,)))
+            jax.block_until_ready(metrics)
+            train_s += time.perf_counter() - ts
+            done = int(np.asarray(state.update)[0])
+            rows = tracking.rows_from_metrics(metrics, S)
+            if rows and rows[-1]["update"]:
+                trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
+            for s in sinks:
+                s.write(rows)
+            diverged = _divergence(rows, state.params)
+            if diverged:
+                break
+            ckpt.save(done, state, config, {"update": done, **{k: v for k, v in rows[-1].items() if not k.endswith("@seeds")}})
+            restored = done
+    finally:
+        progress.close()
         for s in sinks:
-            s.write(rows)
-        ckpt.save(done, state, config, {"update": done, **{k: v for k, v in rows[-1].items() if not k.endswith("@seeds")}})
-    progress.close()
-    for s in sinks:
-        s.close()
-    ckpt.close()
+            s.close()
+        ckpt.close()
+    if diverged:
+        last = (
+            f"the last good checkpoint is {os.path.join(run_dir, 'checkpoints', str(restored))} (update {restored})"
+            if restored is not None
+            else "no checkpoint was written before it"
+        )
+        raise TrainingDiverged(
+            f"training diverged: {diverged}; the diverged state was not checkpointed, {last}; "
+            f"the metrics up to it are in {metrics_path} (non-finite losses as null, listed under \"nonfinite\")"
+        )
 
-    rows = tracking.read_rows(os.path.join(run_dir, "metrics.jsonl"))
-    title = f"{config['learner']} on {config['env']['id']}"
-    plot = tracking.plot_curves(rows, os.path.join(run_dir, "curve.png"), title)
-    final = _final(rows)
     results = {
         "run_dir": run_dir,
         "learner": config["learner"],
         "env": config["env"]["id"],
         "num_seeds": S,
         "updates": done,
-        "env_steps": rows[-1]["env_steps"] if rows else 0,
+        "env_steps": 0,
         "wall_s": time.perf_counter() - t0,
         "compile_s": compile_s,
         "train_s": train_s,
-        "env_steps_per_s": (rows[-1]["env_steps"] * S / train_s) if rows and train_s > 0 and not resume else None,
-        "final": final,
-        "plot": plot,
+        "env_steps_per_s": (trained_steps * S / train_s) if train_s > 0 and trained_steps else None,
+        "start": {},
+        "final": {},
+        "plot": None,
     }
-    with open(os.path.join(run_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    if not primary:
+        return results
+    rows = tracking.read_rows(metrics_path)
+    title = f"{config['learner']} on {config['env']['id']}"
+    results["plot"] = tracking.plot_curves(rows, os.path.join(run_dir, "curve.png"), title)
+    results["env_steps"] = rows[-1]["env_steps"] if rows else 0
+    results["start"] = {k: v for k, v in rows[0].items() if k.startswith("eval/") and not k.endswith("@seeds")} if rows and rows[0]["update"] == 0 else {}
+    results["final"] = _final(rows)
+    tracking.atomic_write(results_path, json.dumps(results, indent=2))
     if not quiet:
         print(format_results(results))
     return results
@@ -317,7 +508,14 @@ def _final(rows: list[dict]) -> dict:
     return out
 
 
+def _num(v) -> str:
+    return f"{v:>10.4f}" if isinstance(v, (int, float)) else f"{'-':>10}"
+
+
 def format_results(results: dict) -> str:
+    """The results table: every evaluation at the start (update 0, the untrained
+    policy) and at the end, and the final training returns."""
+    start = results.get("start") or {}
     lines = [
         f"run       {results['run_dir']}",
         f"learner   {results['learner']} on {results['env']} ({results['num_seeds']} seed(s))",
@@ -325,38 +523,49 @@ def format_results(results: dict) -> str:
         f"time      {results['wall_s']:.1f} s total, {results['compile_s']:.1f} s compiling"
         + (f", {results['env_steps_per_s']:,.0f} env-steps/s training" if results.get("env_steps_per_s") else ""),
         "",
-        f"{'metric':<40} {'final':>10}",
-        f"{'-' * 40} {'-' * 10}",
+        f"{'metric':<40} {'start':>10} {'final':>10}",
+        f"{'-' * 40} {'-' * 10} {'-' * 10}",
     ]
     for k, v in results["final"].items():
-        lines.append(f"{k:<40} {v:>10.4f}")
+        lines.append(f"{k:<40} {_num(start.get(k))} {_num(v)}")
+    if "eval/exploitability" in start and "eval/exploitability" in results["final"]:
+        lines.append(
+            f"\nexploitability {start['eval/exploitability']:.3f} (untrained, about uniform play) -> "
+            f"{results['final']['eval/exploitability']:.4f}"
+            + (f" (parameter average {results['final']['eval/average/exploitability']:.4f})" if "eval/average/exploitability" in results["final"] else "")
+        )
     if results.get("plot"):
         lines.append(f"\nlearning curves: {results['plot']}")
     return "\n".join(lines)
 
 
 def restore(run_dir: str):
-    """The latest checkpoint of a run: ``(config, train, state, update)``; ``state``
-    is the train state of every seed (leading axis ``num_seeds``)."""
-    with open(os.path.join(run_dir, "config.yaml")) as f:
-        config = yaml.safe_load(f)
-    train = build(config)
-    like = jax.jit(jax.vmap(train.init))(jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
-    ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"))
-    state, _, _ = ckpt.restore(like)
-    step = ckpt.latest_step()
-    ckpt.close()
-    return config, train, state, step
+    """The newest checkpoint of a run that restores: ``(config, learner, state,
+    update)``; ``state`` is the train state of every seed (leading axis
+    ``num_seeds``). Nothing in the run directory is changed."""
+    config = read_run_config(run_dir)
+    directory = os.path.join(run_dir, "checkpoints")
+    if not os.path.isdir(directory) or not any(p.isdigit() for p in os.listdir(directory)):
+        raise ValueError(f"run {run_dir!r} has no checkpoint yet (one is written every checkpoint_every updates)")
+    learner = build(config)
+    like = jax.jit(jax.vmap(learner.init))(jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
+    ckpt = Checkpointer(directory, max_to_keep=None, create=False)
+    try:
+        state, step, skipped = ckpt.restore_newest(like, move_aside=False)
+    finally:
+        ckpt.close()
+    for message in skipped:
+        _warn(message)
+    return config, learner, state, step
 
 
 def evaluate(run_dir: str, seed: int = 1, quiet: bool = False) -> dict:
-    """Evaluate the latest checkpoint of a run (the learner's ``evaluate``: scripted
+    """Evaluate the newest checkpoint of a run (the learner's ``evaluate``: scripted
     opponents and exploitability for self-play -- and for its parameter average, when
     the run keeps one --, fresh-episode returns for PPO)."""
-    config, train, state, step = restore(run_dir)
+    config, learner, state, step = restore(run_dir)
     S = config["num_seeds"]
-    keys = jax.random.split(jax.random.key(seed), S)
-    metrics = jax.jit(jax.vmap(lambda p, e, k: train.evaluate(p, k, extra=e)))(state.params, state.extra, keys)
+    metrics = _evaluate_states(learner, state, jax.random.split(jax.random.key(seed), S))
     out = {k: float(np.mean(np.asarray(v))) for k, v in metrics.items()}
     if not quiet:
         print(f"run {run_dir}, checkpoint at update {step}, {S} seed(s)")

@@ -51,6 +51,10 @@ def list_envs() -> list[str]:
 
 
 def spec(env_id: str) -> EnvSpec:
+    if not isinstance(env_id, str):
+        raise TypeError(
+            f"env_id must be a string naming a registered environment (see `jaxagents list`), got {env_id!r}"
+        )
     if env_id not in _REGISTRY:
         close = difflib.get_close_matches(env_id, list(_REGISTRY), n=3, cutoff=0.4)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""

@@ -1,5 +1,7 @@
-"""Runs end to end: the CLI writes a run directory; a run killed with SIGKILL and
-resumed from its last checkpoint ends bit-identical to an uninterrupted run."""
+"""Runs end to end: the CLI writes a run directory; a run killed with SIGKILL while
+it saves a checkpoint, whose newest checkpoint and last metrics line are then
+damaged, resumes from the newest checkpoint that restores and ends bit-identical to
+an uninterrupted run."""
 
 import json
 import os
@@ -59,8 +61,11 @@ def test_run_directory(uninterrupted):
     for name in ("config.yaml", "metrics.jsonl", "results.json", "curve.png"):
         assert (d / name).is_file(), name
     rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
-    assert [r["update"] for r in rows] == list(range(1, 21))
-    assert "eval/exploitability" in rows[9] and "eval/exploitability" not in rows[8]
+    assert [r["update"] for r in rows] == list(range(0, 21))
+    # update 0: the untrained policy's evaluation (uniform play: 0.458), the start of every curve
+    assert rows[0]["env_steps"] == 0 and abs(rows[0]["eval/exploitability"] - 0.458) < 0.01
+    assert "eval/exploitability" in rows[10] and "eval/exploitability" not in rows[9]
+    assert abs(res["start"]["eval/exploitability"] - 0.458) < 0.01
     assert res["updates"] == 20 and res["env_steps"] == 1280
     steps = sorted(int(p) for p in os.listdir(d / "checkpoints") if p.isdigit())
     assert steps[-1] == 20 and len(steps) <= 3  # keep_checkpoints
@@ -76,16 +81,29 @@ def test_killed_run_resumes_bit_identically(uninterrupted, cache, tmp_path):
     )
     ck = d / "checkpoints"
     deadline = time.time() + 500
+    # kill it while it writes a checkpoint (orbax's temporary directory exists) once
+    # it has written two, or right after the second if no save is caught in the act
+    two_at = None
     while time.time() < deadline and proc.poll() is None:
-        if ck.is_dir() and any(p.isdigit() and int(p) >= 4 for p in os.listdir(ck)):
-            break
-        time.sleep(0.05)
+        names = os.listdir(ck) if ck.is_dir() else []
+        if sum(p.isdigit() for p in names) >= 2:
+            two_at = two_at or time.time()
+            if any("tmp" in p for p in names) or time.time() - two_at > 5:
+                break
+        time.sleep(0.002)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     steps = sorted(int(p) for p in os.listdir(ck) if p.isdigit())
-    assert steps and steps[-1] < 20, f"the run finished before it could be killed: {steps}"
+    assert len(steps) >= 2 and steps[-1] < 20, f"the run finished before it could be killed: {steps}"
+    # damage the newest complete checkpoint and half-write a metrics line: resuming
+    # falls back to the checkpoint before and drops the broken line
+    (ck / str(steps[-1]) / "state" / "_METADATA").write_text("")
+    with open(d / "metrics.jsonl", "a") as f:
+        f.write('{"update": 99, "env_st')
     r = _cli(["train", "--resume", str(d), "--quiet"], cwd=os.getcwd(), cache=cache)
     assert r.returncode == 0, r.stderr
+    assert f"checkpoint {ck / str(steps[-1])} does not restore" in r.stderr and "_METADATA" in r.stderr
+    assert "Traceback" not in r.stderr and "Event loop" not in r.stderr
     a = [json.loads(x) for x in (full_dir / "metrics.jsonl").read_text().splitlines()]
     b = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     assert a == b  # every logged number, bit for bit (JSON floats round-trip exactly)
@@ -106,6 +124,13 @@ def test_eval_command(uninterrupted, capsys):
     assert main(["eval", str(d)]) == 0
     out = capsys.readouterr().out
     assert "eval/exploitability" in out and "eval/average/exploitability" in out and "update 20" in out
+
+
+def test_resume_of_a_finished_run_changes_nothing(uninterrupted, capsys):
+    d, _ = uninterrupted
+    before = {n: (d / n).read_bytes() for n in ("results.json", "metrics.jsonl", "config.yaml")}
+    assert main(["train", "--resume", str(d), "--quiet"]) == 0
+    assert {n: (d / n).read_bytes() for n in before} == before
 
 
 @pytest.mark.parametrize(
