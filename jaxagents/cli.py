@@ -208,8 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.func(args)
-    except (CLIError, ValueError, TypeError, ImportError) as e:
+    except (CLIError, ValueError, TypeError, ImportError, OSError) as e:
         message = " ".join(str(e).split())  # one line, whatever the exception carried
+        if isinstance(e, OSError) and e.filename and e.strerror:  # e.g. PermissionError on a read-only run
+            message = f"{e.strerror}: {e.filename}"
         print(f"jaxagents {args.command}: error: {message}", file=sys.stderr)
         return 2
 

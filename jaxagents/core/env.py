@@ -41,6 +41,24 @@ def _is_concrete(tree) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
 
 
+def _check_integer_fields(params, default) -> None:
+    """A field that is an integer in the default params takes integers only:
+    ``params.replace(horizon=2.5)`` is refused (a cast would silently give 2)."""
+    try:
+        ref = dict(jax.tree_util.tree_flatten_with_path(default)[0])
+        given = jax.tree_util.tree_flatten_with_path(params)[0]
+    except Exception:  # params of another structure: the environment's own checks decide
+        return
+    for path, value in given:
+        if path not in ref:
+            continue
+        want = np.asarray(ref[path]).dtype
+        got = np.asarray(value).dtype
+        if np.issubdtype(want, np.integer) and not np.issubdtype(got, np.integer):
+            name = "params" + jax.tree_util.keystr(path)
+            raise ValueError(f"{name} must be an integer ({want}), got {np.asarray(value).tolist()!r} ({got})")
+
+
 class Env:
     """Base class of every jaxagents environment.
 
@@ -97,6 +115,7 @@ class Env:
         params = self.default_params() if params is None else params
         if not _is_concrete(params):
             raise ValueError("validate_params needs concrete params, not traced values: call it before jit")
+        _check_integer_fields(params, self.default_params())
         self.check_params(jax.tree_util.tree_map(np.asarray, params))
         return params
 
