@@ -222,6 +222,7 @@ def grpo(
     mask: jax.Array | None = None,
     scale: bool = True,
     eps: float = 1e-6,
+    episodes: tuple[jax.Array, jax.Array, jax.Array] | None = None,
 ) -> jax.Array:
     """Group-relative advantage (GRPO): ``(R - mean_group) / std_group``.
 
@@ -229,10 +230,16 @@ def grpo(
     drops the division (Dr. GRPO). Edge cases: a zero-std group divides by 1; a
     single-episode group uses mean 0 and std 1 (its advantage is its return -- there
     is nothing to compare it with, and 0 would silently drop the sample).
+
+    ``episodes=(returns_e[M], group_ids_e[M], mask_e[M])``: take the group statistics
+    from these episodes instead of from ``returns`` itself -- a rollout's samples
+    (every step's return-to-go) normalised by the returns of the episodes that
+    finished in it.
     """
     if mask is None:
         mask = jnp.ones(jnp.shape(returns), bool)
-    count, mean, std = _segment_stats(returns, group_ids, num_groups, mask)
+    ref = (returns, group_ids, mask) if episodes is None else episodes
+    count, mean, std = _segment_stats(ref[0], ref[1], num_groups, ref[2])
     single = count <= 1
     mean = jnp.where(single, 0.0, mean)
     std = jnp.where(single | (std < eps) | (not scale), 1.0, std)

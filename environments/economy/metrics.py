@@ -36,6 +36,7 @@ import jax.numpy as jnp
 
 from environments.economy import brackets
 from jaxagents.core.histogram import counts_and_sums
+from jaxagents.core.validate import check_int
 
 
 def _float(x):
@@ -98,8 +99,7 @@ def gini_binned(x, bins_per_octave: int = 32, octaves: int = 16, total=None):
         return jnp.zeros(batch, jnp.float32)
     if not isinstance(bins_per_octave, int) or bins_per_octave < 1 or bins_per_octave & (bins_per_octave - 1):
         raise ValueError(f"bins_per_octave must be a power of two in [1, 2^23], got {bins_per_octave!r}")
-    if not isinstance(octaves, int) or not 1 <= octaves <= 120:
-        raise ValueError(f"octaves must be an int in [1, 120], got {octaves!r}")
+    octaves = check_int("octaves", octaves, low=1, high=120)
     shift = 23 - (bins_per_octave.bit_length() - 1)
     if shift < 0:
         raise ValueError(f"bins_per_octave must be a power of two in [1, 2^23], got {bins_per_octave!r}")

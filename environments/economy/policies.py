@@ -54,6 +54,7 @@ import numpy as np
 from environments.economy import brackets as schedule
 from environments.economy.labour import worker_utility
 from environments.economy.taxation import Taxation, TaxationParams
+from jaxagents.core.validate import check_positive_int
 
 WELFARE_WEIGHTS = ("inverse_income", "utilitarian")
 
@@ -80,8 +81,7 @@ def saez_rates(incomes, cutoffs, elasticity=0.4, welfare: str = "inverse_income"
     """
     if welfare not in WELFARE_WEIGHTS:
         raise ValueError(f"welfare must be one of {WELFARE_WEIGHTS}, got {welfare!r}")
-    if not isinstance(points_per_bracket, int) or points_per_bracket < 1:
-        raise ValueError(f"points_per_bracket must be an int >= 1, got {points_per_bracket!r}")
+    points_per_bracket = check_positive_int("points_per_bracket", points_per_bracket)
     if not bandwidth > 0:
         raise ValueError(f"bandwidth must be > 0, got {bandwidth!r}")
     if not isinstance(elasticity, jax.core.Tracer) and not np.all(np.asarray(elasticity) > 0):

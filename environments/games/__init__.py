@@ -1,1 +1,15 @@
-"""Cooperative and competitive games: repeated matrix games and tic-tac-toe."""
+"""Cooperative and competitive games.
+
+* ``matrix.py``: repeated two-player matrix games (prisoner's dilemma, stag hunt,
+  chicken, matching pennies, coordination), payoffs and horizon in params;
+* ``tic_tac_toe.py`` with ``tic_tac_toe_minimax.py`` (the exact solver, usable in jit)
+  and ``tic_tac_toe_exact.py`` (exact outcomes of a policy against minimax);
+* ``kuhn.py``, ``leduc.py``: OpenSpiel's poker rules, information-state tensors and
+  game trees for exact exploitability;
+* ``negotiation.py``: SPIRAL's simple negotiation;
+* ``hanabi.py`` with ``hanabi_obs.py`` (HLE's canonical observation);
+* ``overcooked/``: layouts, dynamics, observations and rendering.
+
+Game knowledge that learners use (scripted opponents, exact evaluation) is offered
+through the environment capabilities of ``jaxagents.core.env``.
+"""

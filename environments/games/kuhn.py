@@ -55,6 +55,8 @@ without a reset changes nothing and pays zero.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,6 +64,7 @@ from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
 from jaxagents.core.rng import fmix32
+from jaxagents.core.validate import check_positive_int
 
 PASS, BET = 0, 1
 NUM_CARDS = 3
@@ -144,8 +147,7 @@ class KuhnPoker(Env):
     num_actions = NUM_ACTIONS
 
     def __init__(self, num_hands: int = 1):
-        if isinstance(num_hands, bool) or not isinstance(num_hands, (int, np.integer)) or num_hands < 1:
-            raise ValueError(f"num_hands must be a positive int (>= 1), got {num_hands!r}")
+        num_hands = check_positive_int("num_hands", num_hands)
         self._num_hands = int(num_hands)
         obs = Box(0.0, 1.0, (OBS_SIZE,), jnp.float32)
         self.roles = {r: Role(1, obs, Discrete(NUM_ACTIONS)) for r in ROLES}
@@ -266,7 +268,21 @@ class KuhnPoker(Env):
 
     def game_tree(self):
         """The single-hand game tree for exact exploitability (see
-        ``jaxagents.evaluation.exploitability``); ids as ``infostate_id``."""
-        from jaxagents.evaluation.exploitability import build_game_tree
+        ``jaxagents.evaluation.exploitability``); ids as ``infostate_id``. Cached."""
+        return _game_tree()
 
-        return build_game_tree(self, KuhnParams(num_hands=jnp.asarray(1, jnp.int32)))
+    def exact_evaluation(self, params=None):
+        """Exact exploitability (capability of ``jaxagents.core.env``), for one hand."""
+        from jaxagents.evaluation.exploitability import evaluator
+
+        params = self.default_params() if params is None else params
+        if int(np.asarray(params.num_hands)) != 1:
+            return None  # the tree is one hand's; a match of several hands has none
+        return evaluator(self.game_tree())
+
+
+@functools.lru_cache(maxsize=1)
+def _game_tree():
+    from jaxagents.evaluation.exploitability import build_game_tree
+
+    return build_game_tree(KuhnPoker(), KuhnParams(num_hands=jnp.asarray(1, jnp.int32)))

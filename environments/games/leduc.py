@@ -52,6 +52,8 @@ Stepping a finished game without a reset changes nothing and pays zero.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -276,7 +278,19 @@ class LeducPoker(Env):
 
     def game_tree(self):
         """The game tree for exact exploitability (see
-        ``jaxagents.evaluation.exploitability``); ids as ``infostate_id``."""
-        from jaxagents.evaluation.exploitability import build_game_tree
+        ``jaxagents.evaluation.exploitability``); ids as ``infostate_id``. Cached."""
+        return _game_tree()
 
-        return build_game_tree(self, self.default_params())
+    def exact_evaluation(self, params=None):
+        """Exact exploitability (capability of ``jaxagents.core.env``)."""
+        from jaxagents.evaluation.exploitability import evaluator
+
+        return evaluator(self.game_tree())
+
+
+@functools.lru_cache(maxsize=1)
+def _game_tree():
+    from jaxagents.evaluation.exploitability import build_game_tree
+
+    game = LeducPoker()
+    return build_game_tree(game, game.default_params())

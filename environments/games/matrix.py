@@ -35,6 +35,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents.core.validate import check_positive_int
 
 GAMES: dict[str, np.ndarray] = {
     # payoff[player, row_action, column_action]
@@ -84,8 +85,7 @@ class MatrixGame(Env):
             raise ValueError(f"payoff must have shape (2, A, A) with A >= 1, got {payoff.shape}")
         if not np.isfinite(payoff).all():
             raise ValueError("payoff must be finite")
-        if not isinstance(horizon, (int, np.integer)) or horizon < 1:
-            raise ValueError(f"horizon must be a positive int, got {horizon!r}")
+        horizon = check_positive_int("horizon", horizon)
         self.game = game
         self._payoff = payoff
         self._horizon = int(horizon)

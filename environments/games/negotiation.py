@@ -38,6 +38,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents.core.validate import check_positive_int
 
 ROLES = ("player_0", "player_1")
 WOOD, GOLD = 0, 1
@@ -75,12 +76,8 @@ class Negotiation(Env):
     """
 
     def __init__(self, max_quantity: int = 5, num_turns: int = 10):
-        if not isinstance(max_quantity, (int, np.integer)) or max_quantity < 1:
-            raise ValueError(f"max_quantity must be a positive int, got {max_quantity!r}")
-        if not isinstance(num_turns, (int, np.integer)) or num_turns < 1:
-            raise ValueError(f"num_turns must be a positive int, got {num_turns!r}")
-        self.max_quantity = q = int(max_quantity)
-        self._num_turns = int(num_turns)
+        self.max_quantity = q = check_positive_int("max_quantity", max_quantity)
+        self._num_turns = check_positive_int("num_turns", num_turns)
         self.num_offers = 2 * q * q
         self.accept, self.deny = self.num_offers, self.num_offers + 1
         obs = Box(0.0, np.inf, (15,), jnp.float32)

@@ -14,6 +14,11 @@ marks the player's own pieces, channel 1 the opponent's.
 Action mask: the empty cells (for both players, so random legal play of the
 inactive player is well defined); all True once the game is over.
 
+Capabilities (``jaxagents.core.env``): ``scripted_policies()`` offers ``minimax``
+(an optimal move, uniformly among ties: ``tic_tac_toe_minimax``) and
+``exact_evaluation()`` the exact outcome probabilities of a policy against it
+(``tic_tac_toe_exact``).
+
 Illegal moves (an occupied cell, or an action outside 0..8) lose the game for the
 player who made them: -1 to them, +1 to the opponent, ``terminated``, with
 ``info["illegal_action"]`` True. Stepping a finished game without a reset changes
@@ -95,6 +100,21 @@ class TicTacToe(Env):
         player = jnp.where(place & ~done, 1 - state.player, state.player)
         new = TicTacToeState(board=board, player=player, done=done)
         return new, self._timestep(new, reward, illegal)
+
+    # ---------------------------------------------------------------- capabilities
+    def scripted_policies(self):
+        from environments.games.tic_tac_toe_minimax import minimax_action
+
+        def minimax(state, key):  # the player to move plays an optimal move; the other's is ignored
+            a = minimax_action(state.board, key)[None]
+            return {"first": a, "second": a}
+
+        return {"minimax": minimax}
+
+    def exact_evaluation(self, params=None):
+        from environments.games.tic_tac_toe_exact import outcomes_vs_minimax
+
+        return outcomes_vs_minimax
 
     def global_obs(self, state, params=None):
         """The board from X's point of view plus a to-move flag: ``f32[19]``."""

@@ -19,12 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 
 NUM_BOARDS = 3**9
-_LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
-_POW3 = 3 ** np.arange(9)
+LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
+POW3 = 3 ** np.arange(9)
 
 
 def _winner(board: tuple) -> int:
-    for a, b, c in _LINES:
+    for a, b, c in LINES:
         if board[a] != 0 and board[a] == board[b] == board[c]:
             return board[a]
     return 0
@@ -43,7 +43,7 @@ def solve() -> tuple[np.ndarray, np.ndarray, int]:
     q = np.full((NUM_BOARDS, 9), -np.inf, np.float32)
 
     def search(board: tuple, mark: int) -> float:
-        idx = int(np.dot(board, _POW3))
+        idx = int(np.dot(board, POW3))
         if not np.isnan(value[idx]):
             return float(value[idx])
         w = _winner(board)
@@ -69,7 +69,7 @@ def solve() -> tuple[np.ndarray, np.ndarray, int]:
 
 def board_index(board: jax.Array) -> jax.Array:
     """Base-3 index of ``i32[..., 9]`` boards (0 empty, 1 X, 2 O)."""
-    return jnp.sum(board * jnp.asarray(_POW3, board.dtype), axis=-1)
+    return jnp.sum(board * jnp.asarray(POW3, board.dtype), axis=-1)
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,11 +13,24 @@ needs and what a subclass must not forget:
 
 ``step`` never resets: auto-reset is the job of the wrappers in
 ``jaxagents.core.wrappers``.
+
+**Capabilities.** Game knowledge that learners and evaluators use without knowing
+the game is offered through optional methods, empty by default, that wrappers
+forward (translating state, observations and actions as they change them):
+
+* ``scripted_policies()``: named players the game knows how to play (tic-tac-toe's
+  minimax), ``{name: fn(state, key) -> {role: action[n, ...]}}`` on one unbatched
+  state; every role gets an action and the caller uses the slots it wants.
+* ``exact_evaluation(params)``: ``None`` or a jit-able ``fn(policies) -> {metric:
+  f32[]}`` that scores policies without sampling, where ``policies`` is ``{role:
+  logits_fn}`` and ``logits_fn(obs[S, *obs_shape]) -> logits[S, A]`` is a role's
+  policy on this env's observations (exact exploitability of the poker games, exact
+  outcomes against minimax in tic-tac-toe).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -30,6 +43,9 @@ from jaxagents.core.types import Role, TimeStep
 
 State = Any
 Params = Any
+ScriptedPolicy = Callable[[State, jax.Array], dict]  # (state, key) -> {role: action[n, ...]}
+LogitsFn = Callable[[jax.Array], jax.Array]  # obs[S, *obs_shape] -> logits[S, A]
+ExactEvaluator = Callable[[dict], dict]  # {role: LogitsFn} -> {metric: f32[]}
 
 
 @struct.dataclass
@@ -89,6 +105,15 @@ class Env:
     def render(self, state: State, params: Params | None = None) -> np.ndarray:
         """An RGB frame ``uint8[H, W, 3]`` of one (unbatched) state, host side (optional)."""
         raise NotImplementedError(f"{type(self).__name__} has no renderer")
+
+    # ---------------------------------------------------------------- capabilities
+    def scripted_policies(self) -> dict[str, ScriptedPolicy]:
+        """Named scripted players of this game (see the module docstring); none by default."""
+        return {}
+
+    def exact_evaluation(self, params: Params | None = None) -> ExactEvaluator | None:
+        """An exact, sampling-free evaluator of policies, or None (see the module docstring)."""
+        return None
 
     # ---------------------------------------------------------------- public API
     def reset(self, key: jax.Array, params: Params | None = None) -> tuple[State, TimeStep]:

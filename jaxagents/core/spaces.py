@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxagents.core.validate import check_positive_int
+
 
 def _canonical_dtype(dtype) -> np.dtype:
     """The dtype JAX will actually use (int64 -> int32 unless x64 is enabled)."""
@@ -57,9 +59,7 @@ class Discrete(Space):
     """Integers ``0 .. n-1``; shape ``()``."""
 
     def __init__(self, n: int, dtype=jnp.int32):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"Discrete: n must be a positive integer, got {n!r}")
-        self.n = int(n)
+        self.n = check_positive_int("Discrete: n", n)
         self.shape = ()
         self.dtype = _canonical_dtype(dtype)
 

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxagents.core.spaces import Discrete, Space
+from jaxagents.core.validate import check_positive_int
 
 PyTree = Any
 RoleDict = dict  # {role_name: array with a leading axis of that role's agent count}
@@ -37,8 +38,7 @@ class Role:
     always_legal: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.num_agents, int) or self.num_agents < 1:
-            raise ValueError(f"Role: num_agents must be a positive int, got {self.num_agents!r}")
+        object.__setattr__(self, "num_agents", check_positive_int("Role: num_agents", self.num_agents))
         for name in ("observation_space", "action_space"):
             if not isinstance(getattr(self, name), Space):
                 raise TypeError(f"Role: {name} must be a jaxagents Space, got {getattr(self, name)!r}")

@@ -34,7 +34,12 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
     """``value`` as an ``int`` within ``[low, high]`` (either bound optional)."""
     if value is None and none_ok:
         return None
-    allowed = "an int" + (f" {_bounds(low, high)}" if low is not None or high is not None else "")
+    if low is not None and high is not None:
+        allowed = f"an int in [{low}, {high}]"
+    elif low == 1:
+        allowed = "a positive int"
+    else:
+        allowed = "an int" + (f" {_bounds(low, high)}" if low is not None or high is not None else "")
     if none_ok:
         allowed = f"None or {allowed}"
     if not is_int(value):

@@ -1,10 +1,11 @@
-"""Evaluation tools: exact exploitability of small two-player games (more to come:
-rollouts, cross-play, renders).
+"""Evaluation tools that know no particular game: exact exploitability of small
+two-player games from a game tree the game builds (``env.game_tree()``).
 
 ``jaxagents.evaluation.exploitability`` is the *module* (its function of the same
 name is deliberately not re-exported here, so that the module is never shadowed):
 
-    from jaxagents.evaluation.exploitability import exploitability, kuhn_tree
+    from jaxagents.evaluation.exploitability import exploitability
+    tree = jaxagents.make("kuhn_poker").game_tree()
 """
 
 from jaxagents.evaluation import exploitability
@@ -12,8 +13,7 @@ from jaxagents.evaluation.exploitability import (
     GameTree,
     best_response,
     build_game_tree,
-    kuhn_tree,
-    leduc_tree,
+    evaluator,
     nash_conv,
     normalize_policy,
     policy_from_fn,
@@ -22,6 +22,6 @@ from jaxagents.evaluation.exploitability import (
 )
 
 __all__ = [
-    "exploitability", "GameTree", "build_game_tree", "kuhn_tree", "leduc_tree", "normalize_policy",
+    "exploitability", "GameTree", "build_game_tree", "evaluator", "normalize_policy",
     "uniform_policy", "policy_from_fn", "policy_value", "best_response", "nash_conv",
 ]

@@ -1,11 +1,16 @@
-"""Learners: ``make_train(config, env) -> train(key)``, pure and jit-able.
+"""Learners: ``make_train(config, env) -> Learner``, pure and jit-able.
 
-* ``ppo``: IPPO and MAPPO (feed-forward or recurrent).
+* ``interface``: the ``Learner`` every learner returns (``init``, ``update``,
+  ``evaluate``, the hyper-parameters a population may vary, a default fitness).
+* ``ppo``: IPPO and MAPPO (feed-forward or recurrent); other learners extend it
+  through ``ppo.Extension``.
 * ``selfplay``: one shared policy over all roles, RAE / per-role normalisation /
-  GAE / GRPO / GiGPO, opponent pools, evaluation during training.
+  GAE / GRPO / GiGPO, opponent pools, evaluation through the environment's
+  capabilities.
 """
 
-from jaxagents.learners.ppo import PPOConfig, TrainState, make_train
+from jaxagents.learners.interface import Fitness, HParamSpec, Learner
+from jaxagents.learners.ppo import Extension, PPOConfig, TrainState, make_train
 from jaxagents.learners.update import HParams
 
-__all__ = ["PPOConfig", "TrainState", "HParams", "make_train"]
+__all__ = ["Learner", "HParamSpec", "Fitness", "Extension", "PPOConfig", "TrainState", "HParams", "make_train"]

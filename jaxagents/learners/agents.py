@@ -2,8 +2,8 @@
 agents (IPPO), with a decentralised or centralised (MAPPO) critic.
 
 Everything here is shape bookkeeping around ``jaxagents.nn.ActorCritic`` so the
-learners can say ``agents.act(...)`` and ``agents.evaluate(...)`` for any
-environment: roles with different observation/action spaces, grid or vector
+learners can say ``agents.init(key)``, ``agents.act(...)``, ``agents.apply(...)`` and
+``agents.logits_fn(params, role)`` for any environment: roles with different observation/action spaces, grid or vector
 observations, discrete, multi-discrete or continuous actions.
 """
 

@@ -18,9 +18,11 @@ leader that adapts slower than its followers, or followers trained first against
 random leader (the taxation planner's curriculum); ``role_gamma`` gives a role its
 own discount (myopic followers whose actions only change their current reward).
 
-Besides ``train``, the returned function exposes ``train.init(key, hparams)`` and
-``train.update(state, hparams)`` (one update) so a runner can checkpoint between
-segments: ``train(key)`` is exactly ``init`` followed by ``num_updates`` updates.
+``make_train`` returns a ``Learner`` (``jaxagents.learners.interface``):
+``init(key, hparams)``, ``update(state, hparams)`` (one update, so a runner can
+checkpoint between segments), ``evaluate(state, key)``; ``learner(key)`` is exactly
+``init`` followed by ``num_updates`` updates. Other learners extend this one through
+an ``Extension`` (self-play's opponent pool, parameter average and evaluation).
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxagents.core.validate import check_choice, check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners import estimators
 from jaxagents.learners.agents import Agents
+from jaxagents.learners.interface import Fitness, Learner
 from jaxagents.learners.rollout import EnvCarry, collect, init_carry
-from jaxagents.learners.update import OPTIMIZERS, Batch, HParams, make_optimizer, ppo_epochs, subsample_agents
+from jaxagents.learners.update import OPTIMIZERS, Batch, HParams, hparam_space, make_optimizer, ppo_epochs, subsample_agents
 from jaxagents.nn import NetworkConfig
 
 
@@ -89,39 +93,44 @@ class PPOConfig:
                 raise ValueError(f"{name} must be a mapping {{role: {kind.__name__}}}, got {v!r}")
             v = dict(v)
             for role, x in v.items():
-                ok = isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0
-                if not ok or (kind is int and not isinstance(x, int)):
-                    raise ValueError(f"{name}[{role!r}] must be a {kind.__name__} >= 0, got {x!r}")
-            if name == "role_gamma" and any(x > 1 for x in v.values()):
-                raise ValueError(f"role_gamma values must be in [0, 1], got {v!r}")
+                high = 1.0 if name == "role_gamma" else None
+                if kind is int:
+                    check_int(f"{name}[{role!r}]", x, low=0)
+                else:
+                    check_float(f"{name}[{role!r}]", x, low=0.0, high=high)
             object.__setattr__(self, name, tuple(sorted(v.items())))
         if isinstance(self.network, dict):
             object.__setattr__(self, "network", NetworkConfig(**self.network))
         for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
+        object.__setattr__(self, "agents_per_update", check_positive_int("agents_per_update", self.agents_per_update, none_ok=True))
+        object.__setattr__(self, "reset_budget", check_positive_int("reset_budget", self.reset_budget, none_ok=True))
         if self.total_timesteps < self.num_envs * self.num_steps:
             raise ValueError(
                 f"total_timesteps={self.total_timesteps} is less than one update "
                 f"(num_envs * num_steps = {self.num_envs * self.num_steps})"
             )
-        for name in ("lr", "max_grad_norm", "clip_eps"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("gamma", "gae_lambda", "rae_alpha"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
-        if self.agents_per_update is not None and (
-            not isinstance(self.agents_per_update, int) or isinstance(self.agents_per_update, bool) or self.agents_per_update < 1
-        ):
-            raise ValueError(f"agents_per_update must be None or a positive int, got {self.agents_per_update!r}")
-        if self.advantage not in estimators.ESTIMATORS:
-            raise ValueError(f"advantage must be one of {estimators.ESTIMATORS}, got {self.advantage!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if self.normalize not in estimators.NORMALIZATIONS:
-            raise ValueError(f"normalize must be one of {estimators.NORMALIZATIONS}, got {self.normalize!r}")
+        # every float must be a finite number in its range (lr=inf or ent_coef=nan would train to NaN)
+        bounds = {
+            "lr": dict(low=0.0, low_open=True), "max_grad_norm": dict(low=0.0, low_open=True),
+            "clip_eps": dict(low=0.0, low_open=True), "gamma": dict(low=0.0, high=1.0),
+            "gae_lambda": dict(low=0.0, high=1.0), "rae_alpha": dict(low=0.0, high=1.0),
+            "ent_coef": dict(low=0.0), "vf_coef": dict(low=0.0), "gigpo_omega": dict(low=0.0),
+            "shaped_reward_horizon": dict(low=0.0),
+        }
+        for name, b in bounds.items():
+            object.__setattr__(self, name, check_float(name, getattr(self, name), **b))
+        object.__setattr__(self, "ent_coef_final", check_float("ent_coef_final", self.ent_coef_final, low=0.0, none_ok=True))
+        for name in ("anneal_lr", "clip_per_stream", "central_critic"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.bootstrap_truncated is not None and not isinstance(self.bootstrap_truncated, bool):
+            raise ValueError(f"bootstrap_truncated must be null, true or false, got {self.bootstrap_truncated!r}")
+        if self.shaped_reward is not None and not isinstance(self.shaped_reward, str):
+            raise ValueError(f"shaped_reward must be null or the name of an info entry, got {self.shaped_reward!r}")
+        check_choice("advantage", self.advantage, estimators.ESTIMATORS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("normalize", self.normalize, estimators.NORMALIZATIONS)
         if self.network.recurrent and self.num_envs % self.num_minibatches:
             raise ValueError(
                 f"recurrent training splits environments into minibatches: num_envs={self.num_envs} "
@@ -171,8 +180,55 @@ def episode_metrics(traj: dict, slot_names: dict | None = None) -> dict:
     return m
 
 
-def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | None = None, _hooks=None):
-    """Build ``train(key, hparams=None) -> (TrainState, metrics)``.
+@dataclasses.dataclass(frozen=True)
+class Extension:
+    """How another learner extends PPO (self-play does): every field optional.
+
+    Attributes:
+        agents: the networks to train (default ``Agents(env, config.network)``).
+        role_ids: ``({role: i32[n]}, P)``: each slot's row of the RAE / per-role
+            tables and the number of rows (default: one row per role).
+        slot_names: ``{role: [name per slot]}``: episode returns are reported per
+            name (self-play names merged slots after their original roles).
+        init_extra: ``(params, key) -> extra``, the learner's own part of the train
+            state (``TrainState.extra``).
+        opponents: ``(state, key) -> (opp_params, learner) | None``, who plays the
+            slots the learner does not control in this update's rollout (see
+            ``rollout.collect``).
+        after_update: ``(state, traj) -> (state, metrics)``, after the gradient
+            steps: update ``extra``, evaluate.
+        evaluate: ``(state, key) -> metrics``, replaces the default evaluation
+            (fresh-episode returns).
+        fitness: the learner's default fitness (default: mean episode return).
+    """
+
+    agents: Agents | None = None
+    role_ids: tuple[dict, int] | None = None
+    slot_names: dict | None = None
+    init_extra: Callable[[dict, jax.Array], Any] | None = None
+    opponents: Callable[[TrainState, jax.Array], Any] | None = None
+    after_update: Callable[[TrainState, dict], tuple[TrainState, dict]] | None = None
+    evaluate: Callable[[TrainState, jax.Array], dict] | None = None
+    fitness: Fitness | None = None
+
+
+def _check_minibatches(cfg: PPOConfig, env) -> None:
+    """Each role's batch (steps x envs x agent slots trained) must split evenly."""
+    if cfg.network.recurrent:
+        return  # whole environments per minibatch: checked by PPOConfig
+    for r, role in env.roles.items():
+        n = role.num_agents if cfg.agents_per_update is None else min(role.num_agents, cfg.agents_per_update)
+        size = cfg.num_steps * cfg.num_envs * n
+        if size % cfg.num_minibatches:
+            raise ValueError(
+                f"num_minibatches={cfg.num_minibatches} must divide role {r!r}'s batch of "
+                f"num_steps * num_envs * agents = {cfg.num_steps} * {cfg.num_envs} * {n} = {size} samples"
+            )
+
+
+def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | None = None,
+               extension: Extension | None = None) -> Learner:
+    """Build the learner (``jaxagents.learners.interface.Learner``).
 
     Args:
         config: ``PPOConfig``.
@@ -180,28 +236,40 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         env_params: environment params (default ``env.default_params()``), validated now.
         callback: optional host function ``callback(update_index, metrics)`` called
             once per update through ``jax.debug.callback`` (progress bars, log sinks).
+        extension: how another learner extends this one (``Extension``).
 
-    ``metrics`` come back stacked over updates: ``{name: f32[num_updates]}``.
+    ``learner.train(key)`` returns metrics stacked over updates: ``{name: f32[num_updates]}``.
     """
+    # ---- the config, unpacked once: below, only these names are used
     cfg = config
+    ext = extension or Extension()
     env_params = env.default_params() if env_params is None else env_params
     env.validate_params(env_params)
-    central = cfg.central_critic
+    central, recurrent = cfg.central_critic, cfg.network.recurrent
     bootstrap = cfg.bootstrap_truncated
     if bootstrap is None:  # documented default: where V(final obs) is computable
-        bootstrap = cfg.advantage == "gae" and not central and not cfg.network.recurrent
-    if bootstrap and (central or cfg.network.recurrent):
+        bootstrap = cfg.advantage == "gae" and not central and not recurrent
+    if bootstrap and (central or recurrent):
         raise ValueError("bootstrap_truncated=True needs a feed-forward decentralised critic (IPPO, recurrent=False)")
-    hooks = _hooks or {}
     for name in ("role_lr_scale", "role_start_update", "role_gamma"):
         unknown = sorted(set(dict(getattr(cfg, name))) - set(env.roles))
         if unknown:
             raise ValueError(f"{name}: unknown roles {unknown}; the environment's roles are {sorted(env.roles)}")
+    _check_minibatches(cfg, env)
+    num_steps, num_updates, advantage = cfg.num_steps, cfg.num_updates, cfg.advantage
+    role_gamma, role_lr_scale, role_start = dict(cfg.role_gamma), dict(cfg.role_lr_scale), dict(cfg.role_start_update)
+    estimator = dict(role_gamma=role_gamma, rae_alpha=cfg.rae_alpha, gigpo_omega=cfg.gigpo_omega,
+                     normalize=cfg.normalize if cfg.normalize in ("batch", "role") else None)
+    epochs = dict(update_epochs=cfg.update_epochs, num_minibatches=cfg.num_minibatches, optimizer=cfg.optimizer,
+                  clip_per_stream=cfg.clip_per_stream, normalize_minibatch=cfg.normalize == "minibatch",
+                  value_loss=estimators.uses_critic(advantage))
+
     vec = VecEnv(env, cfg.num_envs, reset_budget=cfg.reset_budget, final_obs=bootstrap)
-    agents = hooks.get("agents") or Agents(env, cfg.network, central_critic=central)
-    role_ids, num_role_ids = hooks.get("role_ids") or role_index(env)
-    value_loss = estimators.uses_critic(cfg.advantage)
-    steps_per_update = cfg.num_envs * cfg.num_steps
+    agents = ext.agents or Agents(env, cfg.network, central_critic=central)
+    role_ids, num_role_ids = ext.role_ids or role_index(env)
+    steps_per_update = cfg.num_envs * num_steps
+    if cfg.shaped_reward is not None:
+        _check_shaped_reward(env, env_params, cfg.shaped_reward)
 
     def shaped(update):
         if cfg.shaped_reward is None:
@@ -222,22 +290,25 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         tx = make_optimizer(hp, 1.0, cfg.optimizer, cfg.clip_per_stream)
         opt_state = {r: tx.init(p) for r, p in params.items()}
         carry = init_carry(agents, vec, k_env, env_params)
-        extra = hooks["init_extra"](params, key) if "init_extra" in hooks else None
+        extra = ext.init_extra(params, key) if ext.init_extra else None
         return TrainState(params, opt_state, carry, key, jnp.zeros((), jnp.int32), jnp.zeros((1, num_role_ids)), extra)
 
     def update(state: TrainState, hparams: HParams | None = None):
         hp = HParams.from_config(cfg) if hparams is None else hparams
         key, k_roll, k_opp, k_upd = jax.random.split(state.key, 4)
-        opponents = hooks["opponents"](state, k_opp) if "opponents" in hooks else None
+        opponents = ext.opponents(state, k_opp) if ext.opponents else None
         h0 = state.env.hidden
         carry, traj, last_value = collect(
-            agents, vec, env_params, state.params, state.env, k_roll, cfg.num_steps,
+            agents, vec, env_params, state.params, state.env, k_roll, num_steps,
             reward_fn=shaped(state.update), bootstrap_truncated=bootstrap, opponents=opponents,
-            start_hash=cfg.advantage in ("grpo", "gigpo"),
+            start_hash=advantage in ("grpo", "gigpo"),
         )
-        adv, baseline = estimators.compute(cfg, hp, traj, last_value, role_ids, state.baseline)
+        adv, baseline = estimators.compute(
+            advantage, traj, last_value, role_ids, state.baseline, gamma=hp.gamma, gae_lambda=hp.gae_lambda, **estimator
+        )
         batches = {
-            r: Batch(tr.obs, tr.critic_in, tr.action, tr.log_prob, tr.value, tr.mask, tr.reset, *adv[r][:2], adv[r][2].astype(jnp.float32))
+            r: Batch(tr.obs, tr.critic_in, tr.action, tr.log_prob, tr.value, tr.mask, tr.reset,
+                     adv[r].advantage, adv[r].target, adv[r].weight.astype(jnp.float32))
             for r, tr in traj.items()
         }
         if cfg.agents_per_update is not None:  # large populations: train on a random subset of each role's slots
@@ -245,46 +316,62 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
             h0 = dict(h0)
             for k_r, r in zip(k_sub, list(batches)):
                 batches[r], h0[r] = subsample_agents(batches[r], h0[r], k_r, cfg.agents_per_update)
-        progress = state.update / cfg.num_updates
+        progress = state.update / num_updates
         lr_scale = 1.0 - progress if cfg.anneal_lr else 1.0
-        if cfg.role_lr_scale or cfg.role_start_update:  # per-role step sizes (e.g. a slower leader) and frozen starts
-            scale, start = dict(cfg.role_lr_scale), dict(cfg.role_start_update)
-            lr_scale = {r: lr_scale * scale.get(r, 1.0) * (state.update >= start.get(r, 0)) for r in agents.roles}
+        if role_lr_scale or role_start:  # per-role step sizes (e.g. a slower leader) and frozen starts
+            lr_scale = {r: lr_scale * role_lr_scale.get(r, 1.0) * (state.update >= role_start.get(r, 0)) for r in agents.roles}
         if cfg.ent_coef_final is not None:  # linear entropy annealing (towards Nash in zero-sum self-play)
             hp = hp.replace(ent_coef=hp.ent_coef * (1.0 - progress) + cfg.ent_coef_final * progress)
-        params, opt_state, metrics = ppo_epochs(agents, state.params, state.opt_state, batches, h0, k_upd, hp, lr_scale, cfg, value_loss)
-        metrics.update(episode_metrics(traj, hooks.get("slot_names")))
+        params, opt_state, metrics = ppo_epochs(agents, state.params, state.opt_state, batches, h0, k_upd, hp, lr_scale, **epochs)
+        metrics.update(episode_metrics(traj, ext.slot_names))
         metrics["update"] = state.update + 1
         metrics["env_steps"] = (state.update + 1) * steps_per_update
         new = state.replace(params=params, opt_state=opt_state, env=carry, key=key, update=state.update + 1, baseline=baseline)
-        if "after_update" in hooks:
-            new, extra_metrics = hooks["after_update"](new, traj)
+        if ext.after_update:
+            new, extra_metrics = ext.after_update(new, traj)
             metrics.update(extra_metrics)
         if callback is not None:
             jax.debug.callback(callback, new.update, metrics)
         return new, metrics
 
-    def train(key, hparams: HParams | None = None):
-        state = init(key, hparams)
-        return jax.lax.scan(lambda s, _: update(s, hparams), state, None, cfg.num_updates)
-
-    def evaluate(params, key, num_envs: int = 64, num_steps: int | None = None, extra=None):
+    def evaluate(state: TrainState, key, num_envs: int = 64, num_steps: int | None = None):
         """Mean return per role of the episodes that finish in ``num_steps`` steps
-        (default ``cfg.num_steps``) of ``num_envs`` fresh environments under the
-        sampled policies ``params``. ``extra`` (``TrainState.extra``) is accepted so
-        that every learner's ``evaluate`` takes the same arguments; PPO has none."""
+        (default ``config.num_steps``) of ``num_envs`` fresh environments under the
+        sampled policies ``state.params``."""
         k0, k1 = jax.random.split(key)
         vec_eval = VecEnv(env, num_envs, final_obs=bootstrap)
         carry = init_carry(agents, vec_eval, k0, env_params)
-        _, traj, _ = collect(agents, vec_eval, env_params, params, carry, k1, num_steps or cfg.num_steps, start_hash=False)
-        return {f"eval/{k}": v for k, v in episode_metrics(traj, hooks.get("slot_names")).items()}
+        _, traj, _ = collect(agents, vec_eval, env_params, state.params, carry, k1, num_steps or cfg.num_steps, start_hash=False)
+        return {f"eval/{k}": v for k, v in episode_metrics(traj, ext.slot_names).items()}
 
-    train.init = init
-    train.update = update
-    train.evaluate = evaluate
-    train.num_updates = cfg.num_updates
-    train.agents = agents
-    train.config = cfg
-    train.env = env
-    train.env_params = env_params
-    return train
+    returns = sorted({f"episode_return/{n}" for n in _slot_name_set(env, ext.slot_names)})
+    return Learner(
+        init=init,
+        update=update,
+        evaluate=ext.evaluate or evaluate,
+        default_hparams=HParams.from_config(cfg),
+        hparam_space=hparam_space(cfg),
+        fitness=ext.fitness or Fitness(tuple(returns)),
+        config=cfg,
+        env=env,
+        env_params=env_params,
+        num_updates=num_updates,
+        agents=agents,
+    )
+
+
+def _slot_name_set(env, slot_names: dict | None) -> list[str]:
+    """The names ``episode_metrics`` reports returns under."""
+    out = []
+    for role in env.roles:
+        out.extend((slot_names or {}).get(role) or [role])
+    return list(dict.fromkeys(out))
+
+
+def _check_shaped_reward(env, env_params, name: str) -> None:
+    """``shaped_reward`` must name an entry of the env's ``info`` (the same keys
+    after reset and step, by the env contract; checked on an abstract reset:
+    nothing is compiled)."""
+    info = jax.eval_shape(lambda k: env.reset(k, env_params)[1].info, jax.random.key(0))
+    if name not in info:
+        raise ValueError(f"shaped_reward={name!r} names no info entry of {env.name}; its info has {sorted(info)}")

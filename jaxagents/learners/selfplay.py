@@ -22,32 +22,37 @@ last iterate keeps moving by the gradient noise, and exploitability -- a maximum
 best responses -- is steep there; the average moves far less (Kuhn: see
 docs/results_selfplay.md).
 
-Evaluation during training (every ``eval_every`` updates, NaN in between): the
-mean return, win and loss rates per seat against a uniformly random opponent and,
-for tic-tac-toe, against exact minimax (``eval/{opponent}/{metric}/seat{k}``, sampled
-games); exact exploitability for Kuhn poker (one hand) and Leduc hold'em.
+Evaluation during training (every ``eval_every`` updates, NaN in between) knows no
+game; it uses the environment's capabilities (``jaxagents.core.env``), which
+wrappers forward:
 
-Tic-tac-toe against minimax is also evaluated *exactly* (``tic_tac_toe_vs_minimax``):
-the probability of each outcome, summed over every game the learner can reach
-against a minimax player that picks uniformly among its optimal moves, for the
-greedy policy (argmax over legal actions: ``eval/minimax/greedy/{loss,win}/seat{k}``)
-and for the sampled policy (``eval/minimax/exact/{loss,win}/seat{k}``). A greedy loss
-rate of exactly 0 means the greedy policy never loses, whatever minimax's tie-breaks.
+* sampled games against a uniformly random opponent and against every scripted
+  player the game offers (``env.scripted_policies()``, e.g. tic-tac-toe's minimax):
+  mean return, win and loss rates per seat, ``eval/{opponent}/{metric}/seat{k}``;
+* the game's exact evaluation, when it has one (``env.exact_evaluation(params)``):
+  the shared policy is handed over as one logits function per original role, on
+  that role's own observations (``MergeRoles`` encodes them), and its metrics are
+  reported under ``eval/`` -- exact exploitability for Kuhn poker (one hand) and
+  Leduc hold'em, exact outcome probabilities against minimax for tic-tac-toe.
+
+The default fitness (for populations) is minus the exploitability where the game
+has one, else the mean return against the random opponent.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxagents.core.validate import check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
 from jaxagents.learners import ppo
 from jaxagents.learners.agents import Agents
+from jaxagents.learners.interface import Fitness, Learner
 
 ROLE = "agents"
 
@@ -70,16 +75,13 @@ class SelfPlayConfig:
         if isinstance(self.ppo, dict):
             base = {"advantage": "rae", "normalize": "none"}
             object.__setattr__(self, "ppo", ppo.PPOConfig(**{**base, **self.ppo}))
-        for name in ("pool_size",):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not isinstance(self.ppo, ppo.PPOConfig):
+            raise ValueError(f"ppo must be a PPOConfig or a mapping of its fields, got {type(self.ppo).__name__}")
+        object.__setattr__(self, "pool_size", check_int("pool_size", self.pool_size, low=0))
         for name in ("pool_every", "eval_every", "eval_envs", "eval_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.average_decay < 1.0:
-            raise ValueError(f"average_decay must be in [0, 1) (0 = no parameter average), got {self.average_decay}")
-        if not 0.0 <= self.pool_prob <= 1.0:
-            raise ValueError(f"pool_prob must be in [0, 1], got {self.pool_prob}")
+            object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
+        object.__setattr__(self, "average_decay", check_float("average_decay (0 = no parameter average)", self.average_decay, low=0.0, high=1.0, high_open=True))
+        object.__setattr__(self, "pool_prob", check_float("pool_prob", self.pool_prob, low=0.0, high=1.0))
         if self.pool_size and self.ppo.network.recurrent:
             raise ValueError("opponent pools need a feed-forward network (network.recurrent=False)")
 
@@ -121,118 +123,19 @@ def _random_opponent(state, ts, key):
     return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
 
 
-def _minimax_opponent(state, ts, key):
-    from environments.games.tic_tac_toe_minimax import minimax_action
-
-    n = ts.action_mask[ROLE].shape[0]
-    a = minimax_action(state.board, key)
-    return jnp.broadcast_to(a, (n,))
-
-
-def scripted_opponents(env) -> dict:
-    """``{name: opponent_fn(state, timestep, key) -> i32[n]}`` for ``env``."""
+def scripted_opponents(merged) -> dict:
+    """``{name: opponent_fn(state, timestep, key) -> i32[n]}``: a uniformly random
+    player and every scripted player the game offers (``scripted_policies``)."""
     opp = {"random": _random_opponent}
-    if type(env).__name__ == "TicTacToe":
-        opp["minimax"] = _minimax_opponent
+    for name, policy in merged.scripted_policies().items():
+        opp[name] = lambda state, ts, key, policy=policy: policy(state, key)[ROLE]
     return opp
 
 
-def exact_tree(env, env_params):
-    """The game tree for exact exploitability, or None where the game has none."""
-    name = type(env).__name__
-    from jaxagents.evaluation import exploitability as ex
-
-    if name == "KuhnPoker" and int(np.asarray(env_params.num_hands)) == 1:
-        return ex.kuhn_tree()
-    if name == "LeducPoker":
-        return ex.leduc_tree()
-    return None
-
-
-@functools.lru_cache(maxsize=1)
-def _tic_tac_toe_positions():
-    """Every position reachable from the empty tic-tac-toe board (``R`` = 5,478), as
-    host arrays: ``board i32[R, 9]`` (0 empty, 1 X, 2 O), ``mover i32[R]`` (0 X, 1 O),
-    ``winner i32[R]`` (0 none, 1 X, 2 O), ``over bool[R]``, ``child i32[R, 9]`` (row of the
-    position after each move; ``R`` -- a dummy row -- where illegal or over) and
-    ``minimax f32[R, 9]`` (the minimax player's move distribution: uniform over its
-    optimal moves, zero where the game is over)."""
-    from environments.games.tic_tac_toe_minimax import NUM_BOARDS, _LINES, _POW3, solve
-
-    value, q, _ = solve()
-    idx = np.flatnonzero(~np.isnan(value))
-    R = idx.size
-    board = (idx[:, None] // _POW3[None, :]) % 3
-    row = np.full(NUM_BOARDS, R, np.int64)
-    row[idx] = np.arange(R)
-    lines = board[:, np.asarray(_LINES)]  # [R, 8, 3]
-    full_line = (lines[..., 0] != 0) & (lines[..., 0] == lines[..., 1]) & (lines[..., 1] == lines[..., 2])
-    winner = np.max(np.where(full_line, lines[..., 0], 0), axis=1)
-    over = (winner > 0) | np.all(board != 0, axis=1)
-    mover = (np.sum(board != 0, axis=1) % 2).astype(np.int32)
-    legal = (board == 0) & ~over[:, None]
-    child = np.where(legal, row[np.where(legal, idx[:, None] + (mover[:, None] + 1) * _POW3[None, :], 0)], R)
-    qv = q[idx]
-    best = legal & (qv >= np.max(qv, axis=1, keepdims=True) - 1e-6)
-    minimax = best / np.maximum(best.sum(1, keepdims=True), 1)
-    return dict(board=board.astype(np.int32), mover=mover, winner=winner.astype(np.int32), over=over,
-                child=child.astype(np.int32), legal=legal, minimax=minimax.astype(np.float32))
-
-
-def tic_tac_toe_obs(board: jax.Array, seat: int, dim: int) -> jax.Array:
-    """The merged self-play observation ``f32[..., dim]`` of ``seat`` (0 X, 1 O) on
-    ``board i32[..., 9]``: own marks and the opponent's per cell (the env's
-    ``[3, 3, 2]`` flattened row-major), zero padding, then the one-hot role id."""
-    own, opp = (1, 2) if seat == 0 else (2, 1)
-    marks = jnp.stack([board == own, board == opp], -1).astype(jnp.float32).reshape(*board.shape[:-1], 18)
-    pad = jnp.zeros((*board.shape[:-1], dim - 18 - 2), jnp.float32)
-    role = jnp.broadcast_to(jnp.eye(2, dtype=jnp.float32)[seat], (*board.shape[:-1], 2))
-    return jnp.concatenate([marks, pad, role], -1)
-
-
-def tic_tac_toe_vs_minimax(logits_fn, dim: int) -> dict:
-    """Exact outcome probabilities of a policy against minimax in tic-tac-toe.
-
-    Args:
-        logits_fn: ``obs f32[S, dim] -> logits f32[S, >=9]``, the policy in the merged
-            self-play format (see ``tic_tac_toe_obs``).
-        dim: the merged observation size.
-
-    The minimax player picks uniformly among its optimal moves. The probability mass
-    of every reachable position is pushed forward one move at a time (nine plies,
-    a ``segment_sum`` each) with the learner moving by its policy -- greedy (argmax
-    over the legal moves) or sampled (softmax over them) -- and the mass of
-    finished games is collected. Returns ``{"greedy/loss/seat{k}", "greedy/win/seat{k}",
-    "exact/loss/seat{k}", "exact/win/seat{k}"}`` for the learner in seat ``k``
-    (0 plays X, first). Jit-able; one network pass over the 5,478 positions per seat.
-    """
-    pos = _tic_tac_toe_positions()
-    board, mover, child = (jnp.asarray(pos[k]) for k in ("board", "mover", "child"))
-    legal, minimax, winner = jnp.asarray(pos["legal"]), jnp.asarray(pos["minimax"]), jnp.asarray(pos["winner"])
-    over = jnp.asarray(pos["over"])
-    R = board.shape[0]
-    start = jnp.zeros(R, jnp.float32).at[0].set(1.0)  # row 0 is the empty board (index 0)
-    out = {}
-    for seat in (0, 1):
-        logits = jnp.where(legal, logits_fn(tic_tac_toe_obs(board, seat, dim))[:, :9], -jnp.inf)
-        sampled = jnp.where(legal, jax.nn.softmax(logits, -1), 0.0)
-        greedy = jax.nn.one_hot(jnp.argmax(logits, -1), 9) * jnp.any(legal, -1, keepdims=True)
-        for name, pi in (("greedy", greedy), ("exact", sampled)):
-            move = jnp.where((mover == seat)[:, None], pi, minimax)
-            mass, lost, won = start, 0.0, 0.0
-            for _ in range(10):  # a game lasts at most nine moves
-                lost = lost + jnp.sum(jnp.where(over & (winner == 2 - seat), mass, 0.0))
-                won = won + jnp.sum(jnp.where(over & (winner == 1 + seat), mass, 0.0))
-                flow = jnp.where(over[:, None], 0.0, mass[:, None] * move)
-                mass = jax.ops.segment_sum(flow.reshape(-1), child.reshape(-1), R + 1)[:R]
-            out[f"{name}/loss/seat{seat}"] = lost
-            out[f"{name}/win/seat{seat}"] = won
-    return out
-
-
-def make_evaluate(agents, merged, env_params, opponents: dict, tree, num_envs: int, num_steps: int):
+def make_evaluate(agents, merged, env_params, opponents: dict, exact, num_envs: int, num_steps: int):
     """``evaluate(params, key) -> metrics``: sampled play of the learner against each
-    scripted opponent, the learner in seat ``env_index % n``; plus exploitability."""
+    scripted opponent, the learner in seat ``env_index % n``; plus the game's exact
+    evaluation ``exact`` (``merged.exact_evaluation(env_params)``, or None)."""
     vec = VecEnv(merged, num_envs)
     n = merged.roles[ROLE].num_agents
     seat = jnp.arange(num_envs) % n
@@ -270,14 +173,10 @@ def make_evaluate(agents, merged, env_params, opponents: dict, tree, num_envs: i
         return m
 
     def evaluate_exact(params, prefix="eval/"):
-        """The measures that need no sampling: exploitability, exact minimax outcomes."""
-        metrics = {}
-        if tree is not None:
-            metrics[f"{prefix}exploitability"] = exploitability(agents, merged, params, tree)
-        if "minimax" in opponents:  # tic-tac-toe: exact outcomes of greedy and sampled play
-            exact = tic_tac_toe_vs_minimax(agents.logits_fn(params, ROLE), merged.roles[ROLE].observation_space.shape[0])
-            metrics.update({f"{prefix}minimax/{k}": v for k, v in exact.items()})
-        return metrics
+        """The game's sampling-free measures of the shared policy ``params``."""
+        if exact is None:
+            return {}
+        return {f"{prefix}{k}": v for k, v in exact({ROLE: agents.logits_fn(params, ROLE)}).items()}
 
     def evaluate(params, key):
         metrics = {}
@@ -289,34 +188,14 @@ def make_evaluate(agents, merged, env_params, opponents: dict, tree, num_envs: i
     return evaluate
 
 
-def exploitability(agents, merged, params, tree):
-    """Exact exploitability of the shared policy (each information state evaluated
-    with its owner's role id)."""
-    from jaxagents.evaluation.exploitability import exploitability as exact, policy_from_fn
-
-    dim = merged._obs_dim[ROLE]
-    members = merged.groups[ROLE]
-    logits = agents.logits_fn(params, ROLE)
-
-    def role_fn(i):
-        def fn(obs):
-            x = jnp.pad(jnp.asarray(obs, jnp.float32), ((0, 0), (0, dim - obs.shape[1])))
-            x = jnp.concatenate([x, jnp.zeros((x.shape[0], len(members))).at[:, i].set(1.0)], 1)
-            return logits(x)[:, : tree.num_actions]
-
-        return fn
-
-    return exact(tree, policy_from_fn(tree, {r: role_fn(i) for i, r in enumerate(members)}))
-
-
 # --------------------------------------------------------------------------- train
 
 
-def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
-    """``train(key, hparams=None) -> (TrainState, metrics)`` for self-play on ``env``
-    (any environment whose roles have vector or grid observations and discrete
-    actions). ``TrainState.extra`` is a ``SelfPlayExtra``: the opponent pool and the
-    parameter average."""
+def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None) -> Learner:
+    """The self-play ``Learner`` on ``env`` (any environment whose roles have vector or
+    grid observations and discrete actions): PPO on the merged view of ``env``
+    (``learner.env``), extended with the opponent pool, the parameter average and the
+    evaluation (``ppo.Extension``). ``TrainState.extra`` is a ``SelfPlayExtra``."""
     cfg = config
     env_params = env.default_params() if env_params is None else env_params
     merged = merge(env)
@@ -326,9 +205,9 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
     for i, sl in enumerate(merged.role_slices[ROLE].values()):
         role_ids[sl] = i
     num_roles = len(merged.groups[ROLE])
-    evaluate = make_evaluate(
-        agents, merged, env_params, scripted_opponents(env), exact_tree(env, env_params), cfg.eval_envs, cfg.eval_steps
-    )
+    exact = merged.exact_evaluation(env_params)
+    evaluate = make_evaluate(agents, merged, env_params, scripted_opponents(merged), exact, cfg.eval_envs, cfg.eval_steps)
+
     def evaluate_all(params, average, key):
         metrics = evaluate(params, key)
         if average is not None:
@@ -350,8 +229,6 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
     )
 
     def opponents(state, key):
-        if not cfg.pool_size:
-            return None
         k_use, k_idx, k_seat = jax.random.split(key, 3)
         pool: Pool = state.extra.pool
         use = jax.random.bernoulli(k_use, cfg.pool_prob, (E,))
@@ -388,23 +265,23 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None):
         )
         return state, metrics
 
-    train = ppo.make_train(
-        cfg.ppo,
-        merged,
-        env_params=env_params,
-        callback=callback,
-        _hooks={
-            "agents": agents,
-            "role_ids": ({ROLE: jnp.asarray(role_ids)}, num_roles),
-            "init_extra": init_extra,
-            "opponents": opponents,
-            "after_update": after_update,
-            "slot_names": {ROLE: [r for r, sl in merged.role_slices[ROLE].items() for _ in range(sl.stop - sl.start)]},
-        },
-    )
-    def evaluate_state(params, key, extra: SelfPlayExtra | None = None, **_):
-        return evaluate_all(params[ROLE], None if extra is None else extra.average, key)
+    def evaluate_state(state, key):
+        extra: SelfPlayExtra | None = state.extra
+        return evaluate_all(state.params[ROLE], None if extra is None else extra.average, key)
 
-    train.evaluate = evaluate_state
-    train.merged = merged
-    return train
+    if "eval/exploitability" in eval_shape:
+        fitness = Fitness(("eval/exploitability",), sign=-1.0)
+    else:
+        fitness = Fitness(tuple(f"eval/random/return/seat{s}" for s in range(n)))
+    extension = ppo.Extension(
+        agents=agents,
+        role_ids=({ROLE: jnp.asarray(role_ids)}, num_roles),
+        slot_names={ROLE: [r for r, sl in merged.role_slices[ROLE].items() for _ in range(sl.stop - sl.start)]},
+        init_extra=init_extra,
+        opponents=opponents if cfg.pool_size else None,
+        after_update=after_update,
+        evaluate=evaluate_state,
+        fitness=fitness,
+    )
+    learner = ppo.make_train(cfg.ppo, merged, env_params=env_params, callback=callback, extension=extension)
+    return dataclasses.replace(learner, config=cfg)

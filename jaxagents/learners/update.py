@@ -13,6 +13,8 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from jaxagents.learners.interface import HParamSpec
+
 
 @struct.dataclass
 class HParams:
@@ -31,6 +33,29 @@ class HParams:
     def from_config(cls, cfg) -> "HParams":
         f = lambda x: jnp.asarray(x, jnp.float32)
         return cls(f(cfg.lr), f(cfg.ent_coef), f(cfg.vf_coef), f(cfg.clip_eps), f(cfg.gamma), f(cfg.gae_lambda), f(cfg.max_grad_norm))
+
+
+# Where a population may move each of them: (low, high, scale). A config value
+# outside a range widens it (``hparam_space``), so the default is always valid.
+HPARAM_RANGES = {
+    "lr": (1e-5, 1e-2, "log"),
+    "ent_coef": (0.0, 0.5, "linear"),
+    "vf_coef": (0.05, 2.0, "linear"),
+    "clip_eps": (0.05, 0.5, "linear"),
+    "gamma": (0.8, 0.9999, "linear"),
+    "gae_lambda": (0.5, 1.0, "linear"),
+    "max_grad_norm": (0.05, 10.0, "log"),
+}
+
+
+def hparam_space(cfg) -> dict:
+    """``{name: HParamSpec}`` of the PPO family's traced hyper-parameters, the
+    defaults read from ``cfg``."""
+    out = {}
+    for name, (low, high, scale) in HPARAM_RANGES.items():
+        d = float(getattr(cfg, name))
+        out[name] = HParamSpec(name, d, min(low, d), max(high, d), scale)
+    return out
 
 
 @struct.dataclass
@@ -189,15 +214,22 @@ def subsample_agents(batch: Batch, h0, key, k: int):
     return batch, h0
 
 
-def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HParams, lr_scale, cfg, value_loss: bool):
-    """``cfg.update_epochs`` passes of ``cfg.num_minibatches`` gradient steps over
+def ppo_epochs(
+    agents, params, opt_state, batches: dict, h0: dict, key, hp: HParams, lr_scale, *,
+    update_epochs: int, num_minibatches: int, optimizer: str = "adam", clip_per_stream: bool = False,
+    normalize_minibatch: bool = True, value_loss: bool = True,
+):
+    """``update_epochs`` passes of ``num_minibatches`` gradient steps over
     ``{role: Batch}``. Each role has its own Adam state and its own gradient clip
-    (one role's large gradients must not shrink another's steps)."""
-    # ``lr_scale``: one scalar, or {role: scalar} for per-role step sizes
-    txs = {r: make_optimizer(hp, lr_scale[r] if isinstance(lr_scale, dict) else lr_scale, cfg.optimizer,
-                             cfg.clip_per_stream) for r in agents.roles}
+    (one role's large gradients must not shrink another's steps).
+
+    ``lr_scale``: one scalar, or ``{role: scalar}`` for per-role step sizes;
+    ``normalize_minibatch``: advantages normalised per minibatch inside the loss;
+    ``value_loss``: whether the critic is trained (critic-free estimators: no)."""
+    txs = {r: make_optimizer(hp, lr_scale[r] if isinstance(lr_scale, dict) else lr_scale, optimizer,
+                             clip_per_stream) for r in agents.roles}
     recurrent = agents.network.recurrent
-    normalize = cfg.normalize == "minibatch"
+    normalize = normalize_minibatch
 
     def loss_fn(p, mb, hmb):
         total, metrics = 0.0, {}
@@ -225,8 +257,8 @@ def ppo_epochs(agents, params, opt_state, batches: dict, h0: dict, key, hp: HPar
         ks = jax.random.split(k, len(agents.roles))
         mbs, hs = {}, {}
         for kr, role in zip(ks, agents.roles):
-            mbs[role], hs[role] = minibatches(batches[role], h0[role], kr, cfg.num_minibatches, recurrent)
+            mbs[role], hs[role] = minibatches(batches[role], h0[role], kr, num_minibatches, recurrent)
         return jax.lax.scan(minibatch_step, carry, (mbs, hs if recurrent else None))
 
-    (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, cfg.update_epochs))
+    (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, update_epochs))
     return params, opt_state, jax.tree.map(jnp.mean, metrics)

@@ -148,11 +148,13 @@ def test_role_gamma_overrides_the_discount_of_one_role():
     last = {r: jnp.ones((e, n)) for r in traj}
     cfg = PPOConfig(role_gamma={"follower": 0.0}, normalize="none")
     hp = HParams.from_config(cfg)
-    out, _ = estimators.compute(cfg, hp, traj, last, {"follower": jnp.zeros(n, jnp.int32), "leader": jnp.ones(n, jnp.int32)}, jnp.zeros((1, 2)))
+    ids = {"follower": jnp.zeros(n, jnp.int32), "leader": jnp.ones(n, jnp.int32)}
+    common = dict(gamma=hp.gamma, gae_lambda=hp.gae_lambda)
+    out, _ = estimators.compute("gae", traj, last, ids, jnp.zeros((1, 2)), role_gamma=dict(cfg.role_gamma), **common)
     f = traj["follower"]
-    np.testing.assert_allclose(out["follower"][0], f.reward - f.value, atol=1e-6)  # myopic: A = r - V
-    plain, _ = estimators.compute(PPOConfig(normalize="none"), hp, traj, last, {"follower": jnp.zeros(n, jnp.int32), "leader": jnp.ones(n, jnp.int32)}, jnp.zeros((1, 2)))
-    np.testing.assert_array_equal(out["leader"][0], plain["leader"][0])  # the other role keeps hp.gamma
-    assert not np.allclose(plain["follower"][0], out["follower"][0])
+    np.testing.assert_allclose(out["follower"].advantage, f.reward - f.value, atol=1e-6)  # myopic: A = r - V
+    plain, _ = estimators.compute("gae", traj, last, ids, jnp.zeros((1, 2)), **common)
+    np.testing.assert_array_equal(out["leader"].advantage, plain["leader"].advantage)  # the other role keeps hp.gamma
+    assert not np.allclose(plain["follower"].advantage, out["follower"].advantage)
     with pytest.raises(ValueError, match="role_gamma"):
         PPOConfig(role_gamma={"follower": 1.5})

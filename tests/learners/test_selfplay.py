@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from jaxagents.evaluation.exploitability import exploitability, kuhn_tree, uniform_policy
+from jaxagents.evaluation.exploitability import exploitability, uniform_policy
 from jaxagents.learners.selfplay import ROLE, SelfPlayConfig, make_train
 
 
@@ -34,7 +34,8 @@ def kuhn_run():
 
 def test_kuhn_exploitability_falls(kuhn_run):
     _, _, metrics, _ = kuhn_run
-    uniform = float(exploitability(kuhn_tree(), uniform_policy(kuhn_tree())))
+    tree = jaxagents.make("kuhn_poker").game_tree()
+    uniform = float(exploitability(tree, uniform_policy(tree)))
     assert abs(uniform - 0.4583) < 1e-3
     expl = np.asarray(metrics["eval/exploitability"])
     assert np.isnan(expl[0]) and not np.isnan(expl[9])  # evaluated every 10 updates only
@@ -78,8 +79,8 @@ def test_tic_tac_toe_minimax_evaluator():
     env = jaxagents.make("tic_tac_toe")
     cfg = SelfPlayConfig(ppo=dict(num_envs=4, num_steps=4, total_timesteps=16), eval_envs=2048, eval_steps=12)
     train = make_train(cfg, env)
-    params = jax.jit(train.agents.init)(jax.random.key(0))
-    m = jax.jit(train.evaluate)(params, jax.random.key(1))
+    state = jax.jit(train.init)(jax.random.key(0))
+    m = jax.jit(train.evaluate)(state, jax.random.key(1))
     for seat in (0, 1):
         # a near-uniform policy never beats perfect play and loses most games
         assert float(m[f"eval/minimax/win/seat{seat}"]) == 0.0
@@ -98,30 +99,53 @@ def test_config_errors():
         SelfPlayConfig(ppo=dict(network={"recurrent": True}), pool_size=2)
 
 
-def test_tic_tac_toe_exact_minimax_evaluation():
-    """The exact evaluator's observations match the env's, a perfect policy never
-    loses, a bad one does (agreement with sampled games: the test above)."""
+def test_tic_tac_toe_exact_minimax_evaluation_through_merged_roles():
+    """Self-play's view of the game's exact evaluator: MergeRoles encodes each seat's
+    observation exactly as the merged env does, a perfect shared policy never loses,
+    a bad one does (the evaluator itself: tests/environments/games/test_tic_tac_toe_exact.py)."""
+    from environments.games.tic_tac_toe_exact import board_observation
     from environments.games.tic_tac_toe_minimax import minimax_q
-    from jaxagents.learners.selfplay import merge, tic_tac_toe_obs, tic_tac_toe_vs_minimax
+    from jaxagents.core.wrappers import FlattenObservation
+    from jaxagents.learners.selfplay import merge
 
     env = jaxagents.make("tic_tac_toe")
     merged = merge(env)
-    dim = merged.roles[ROLE].observation_space.shape[0]
     state, ts = merged.reset(jax.random.key(0), merged.default_params())
     for a in (4, 0, 8):  # X centre, O corner, X corner
         state, ts = merged.step(jax.random.key(1), state, {ROLE: jnp.array([a, a])}, merged.default_params())
     board = state.board if hasattr(state, "board") else state.env_state.board
-    for seat in (0, 1):
-        np.testing.assert_array_equal(ts.obs[ROLE][seat], tic_tac_toe_obs(board, seat, dim))
+    for seat, role in enumerate(("first", "second")):
+        raw = FlattenObservation.flatten(board_observation(board, seat)[None])
+        np.testing.assert_array_equal(ts.obs[ROLE][seat], merged.encode_obs(ROLE, role, raw)[0])
 
-    def perfect(obs):  # minimax values as logits
+    def perfect(obs):  # minimax values as logits, read from the merged observation
         marks = obs[:, :18].reshape(-1, 9, 2)
         own_mark = jnp.where(obs[:, -2:-1] > 0, 1, 2)
         board = (marks[..., 0] * own_mark + marks[..., 1] * (3 - own_mark)).astype(jnp.int32)
         return jnp.where(jnp.isfinite(minimax_q(board)), minimax_q(board), -1e9)
 
-    m = jax.jit(lambda: tic_tac_toe_vs_minimax(perfect, dim))()
+    exact = merged.exact_evaluation(merged.default_params())
+    m = jax.jit(lambda: exact({ROLE: perfect}))()
     for seat in (0, 1):
-        assert float(m[f"greedy/loss/seat{seat}"]) == 0.0 and float(m[f"greedy/win/seat{seat}"]) == 0.0
-    first_cell = jax.jit(lambda: tic_tac_toe_vs_minimax(lambda o: -jnp.arange(9.0) * jnp.ones((o.shape[0], 1)), dim))()
-    assert float(first_cell["greedy/loss/seat0"]) == 1.0  # X: 0, 1, 2 in a row is always blocked, then lost
+        assert float(m[f"minimax/greedy/loss/seat{seat}"]) == 0.0 and float(m[f"minimax/greedy/win/seat{seat}"]) == 0.0
+    first_cell = jax.jit(lambda: exact({ROLE: lambda o: -jnp.arange(9.0) * jnp.ones((o.shape[0], 1))}))()
+    assert float(first_cell["minimax/greedy/loss/seat0"]) == 1.0  # X: 0, 1, 2 in a row is always blocked, then lost
+
+
+def test_wrapped_env_keeps_its_evaluators():
+    """Capabilities survive wrapping: self-play on a wrapped Kuhn still evaluates exact
+    exploitability (and ranks by it); a wrapped tic-tac-toe still offers minimax."""
+    from jaxagents.core.wrappers import EpisodeStats
+
+    cfg = SelfPlayConfig(ppo=dict(num_envs=4, num_steps=4, total_timesteps=16))
+    kuhn = make_train(cfg, EpisodeStats(jaxagents.make("kuhn_poker")))
+    assert kuhn.fitness.names == ("eval/exploitability",) and kuhn.fitness.sign < 0
+    shapes = jax.eval_shape(kuhn.evaluate, jax.eval_shape(kuhn.init, jax.random.key(0)), jax.random.key(1))
+    assert "eval/exploitability" in shapes
+    ttt = EpisodeStats(jaxagents.make("tic_tac_toe"))
+    assert set(ttt.scripted_policies()) == {"minimax"} and ttt.exact_evaluation() is not None
+    state, _ = ttt.reset(jax.random.key(0))
+    a = ttt.scripted_policies()["minimax"](state, jax.random.key(1))
+    assert set(a) == {"first", "second"} and a["first"].shape == (1,)
+    # a game without capabilities offers none, wrapped or not
+    assert EpisodeStats(jaxagents.make("stag_hunt")).exact_evaluation() is None

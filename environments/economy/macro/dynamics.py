@@ -111,13 +111,6 @@ def hsv_tax(x, tau, xi, scale):
 
 
 # --------------------------------------------------------------------------- goods market
-def demand_weights(price, elasticity):
-    """Every buyer spreads its budget over the firms with weights
-    ``w_j = p_j^(-elasticity) / sum_k p_k^(-elasticity)`` (``f32[M]``, sums to 1;
-    ``elasticity = 0`` is an equal split)."""
-    return jax.nn.softmax(-elasticity * jnp.log(price))
-
-
 def ration(budget_total, price, supply, elasticity, rounds: int):
     """Clear the goods market by rationing, in ``rounds`` rounds (``M`` is exact).
 

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 
 from jaxagents.core.env import Env
 from jaxagents.core.types import TimeStep
+from jaxagents.core.validate import check_positive_int, is_int
 from jaxagents.core.wrappers.base import Wrapper
 
 
@@ -127,12 +128,12 @@ class VecEnv:
     def __init__(self, env: Env, num_envs: int, reset_budget: int | None = None, final_obs: bool = False):
         if not isinstance(env, Env):
             raise TypeError(f"VecEnv wraps a jaxagents Env, got {type(env).__name__}")
-        if not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        num_envs = check_positive_int("num_envs", num_envs)
         if reset_budget is None:
             reset_budget = max(1, math.ceil(num_envs / 8))
-        if not isinstance(reset_budget, int) or not 1 <= reset_budget <= num_envs:
+        if not is_int(reset_budget) or not 1 <= reset_budget <= num_envs:
             raise ValueError(f"reset_budget must be an int in [1, num_envs={num_envs}], got {reset_budget!r}")
+        reset_budget = int(reset_budget)
         self.env = env
         self.num_envs = num_envs
         self.reset_budget = reset_budget

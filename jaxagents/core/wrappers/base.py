@@ -10,6 +10,13 @@ class Wrapper(Env):
 
     Attribute lookups that the wrapper does not define fall through to the wrapped
     environment, so ``wrapped.horizon`` works when the inner env has a ``horizon``.
+
+    The capabilities (``scripted_policies``, ``exact_evaluation``, ``global_obs``,
+    ``render``) are forwarded through three translations that a subclass overrides
+    when it changes the formats: ``inner_state`` (its state -> the wrapped env's),
+    ``outer_actions`` (the wrapped env's ``{role: action}`` -> its own roles) and
+    ``inner_policies`` (policies on its observations -> policies on the wrapped
+    env's observations, ``{role: logits_fn}``).
     """
 
     def __init__(self, env: Env):
@@ -47,7 +54,34 @@ class Wrapper(Env):
         return self.env.step(key, state, actions, params)
 
     def global_obs(self, state, params=None):
-        return self.env.global_obs(state, params)
+        return self.env.global_obs(self.inner_state(state), params)
 
     def render(self, state, params=None):
-        return self.env.render(state, params)
+        return self.env.render(self.inner_state(state), params)
+
+    # ------------------------------------------------ translations for the capabilities
+    def inner_state(self, state):
+        """This wrapper's state -> the wrapped env's state (identity by default)."""
+        return state
+
+    def outer_actions(self, actions: dict) -> dict:
+        """The wrapped env's ``{role: action[n, ...]}`` -> this wrapper's roles (by
+        default: the roles this wrapper still exposes)."""
+        return {r: a for r, a in actions.items() if r in self.roles}
+
+    def inner_policies(self, policies: dict) -> dict:
+        """``{role: logits_fn}`` on this wrapper's observations -> the same policies
+        on the wrapped env's observations (identity by default)."""
+        return policies
+
+    def scripted_policies(self) -> dict:
+        def lift(fn):
+            return lambda state, key: self.outer_actions(fn(self.inner_state(state), key))
+
+        return {name: lift(fn) for name, fn in self.env.scripted_policies().items()}
+
+    def exact_evaluation(self, params=None):
+        inner = self.env.exact_evaluation(params)
+        if inner is None:
+            return None
+        return lambda policies: inner(self.inner_policies(policies))

@@ -30,8 +30,16 @@ class FlattenObservation(Wrapper):
             k: dataclasses.replace(r, observation_space=_flat_box(r.observation_space)) for k, r in env.roles.items()
         }
 
+    @staticmethod
+    def flatten(obs):
+        """One role's observations ``[n, *shape]`` -> ``[n, prod(shape)]``."""
+        return obs.reshape(obs.shape[0], -1)
+
     def _flat(self, ts):
-        return ts.replace(obs={k: v.reshape(v.shape[0], -1) for k, v in ts.obs.items()})
+        return ts.replace(obs={k: self.flatten(v) for k, v in ts.obs.items()})
+
+    def inner_policies(self, policies):
+        return {r: (lambda obs, fn=fn: fn(self.flatten(obs))) for r, fn in policies.items()}
 
     def reset_env(self, key, params):
         state, ts = self.env.reset(key, params)
@@ -103,29 +111,53 @@ class MergeRoles(Wrapper):
             roles[g] = Role(start, Box(low, high, (dim,), jnp.float32), Discrete(max(n_acts)))
         self.roles = roles
 
+    def encode_obs(self, group: str, member: str, obs):
+        """Observations ``[S, d]`` of the original role ``member`` -> the group's
+        format ``f32[S, D]``: cast to float32, zero-padded to the group's largest
+        size, then (with ``role_id``) the one-hot of ``member`` within the group."""
+        members = self.groups[group]
+        o = jnp.asarray(obs).astype(jnp.float32)
+        o = jnp.pad(o, ((0, 0), (0, self._obs_dim[group] - o.shape[1])))
+        if self.role_id:
+            onehot = jnp.zeros((o.shape[0], len(members)), jnp.float32).at[:, members.index(member)].set(1.0)
+            o = jnp.concatenate([o, onehot], axis=1)
+        return o
+
     def _merge(self, ts):
         obs, mask, reward, active = {}, {}, {}, {}
         named = set()
         for g, members in self.groups.items():
             named.update(members)
-            o_parts, m_parts = [], []
-            for i, m in enumerate(members):
-                o = ts.obs[m].astype(jnp.float32)
-                o = jnp.pad(o, ((0, 0), (0, self._obs_dim[g] - o.shape[1])))
-                if self.role_id:
-                    onehot = jnp.zeros((o.shape[0], len(members)), jnp.float32).at[:, i].set(1.0)
-                    o = jnp.concatenate([o, onehot], axis=1)
-                o_parts.append(o)
-                mk = ts.action_mask[m]
-                m_parts.append(jnp.pad(mk, ((0, 0), (0, self._n_actions[g] - mk.shape[1]))))
-            obs[g] = jnp.concatenate(o_parts, 0)
-            mask[g] = jnp.concatenate(m_parts, 0)
+            obs[g] = jnp.concatenate([self.encode_obs(g, m, ts.obs[m]) for m in members], 0)
+            mask[g] = jnp.concatenate(
+                [jnp.pad(ts.action_mask[m], ((0, 0), (0, self._n_actions[g] - ts.action_mask[m].shape[1]))) for m in members], 0
+            )
             reward[g] = jnp.concatenate([ts.reward[m] for m in members], 0)
             active[g] = jnp.concatenate([ts.active[m] for m in members], 0)
         for k in ts.obs:
             if k not in named:
                 obs[k], mask[k], reward[k], active[k] = ts.obs[k], ts.action_mask[k], ts.reward[k], ts.active[k]
         return ts.replace(obs=obs, action_mask=mask, reward=reward, active=active)
+
+    def outer_actions(self, actions):
+        """The wrapped env's ``{role: action[n]}`` -> merged groups (concatenated in
+        ``groups`` order, the layout of ``role_slices``)."""
+        out = {k: v for k, v in actions.items() if k in self.roles}
+        for g, members in self.groups.items():
+            out[g] = jnp.concatenate([jnp.asarray(actions[m], jnp.int32) for m in members], 0)
+        return out
+
+    def inner_policies(self, policies):
+        """``{group: logits_fn}`` on merged observations -> ``{member: logits_fn}`` on
+        each original role's observations, restricted to that role's actions."""
+        out = {k: v for k, v in policies.items() if k not in self.groups}
+        for g, members in self.groups.items():
+            if g not in policies:
+                continue
+            for m in members:
+                n = self.env.roles[m].action_space.n
+                out[m] = lambda obs, g=g, m=m, n=n: policies[g](self.encode_obs(g, m, obs))[:, :n]
+        return out
 
     def _split(self, actions):
         out = {k: v for k, v in actions.items() if k not in self.groups}

@@ -101,8 +101,10 @@ class ScriptedRoles(Wrapper):
         env_state, ts = self.env.step(k_env, state.env_state, full, params)
         return ScriptedState(env_state, _restrict(ts, self.scripted)), _restrict(ts, self.roles)
 
-    def global_obs(self, state, params=None):
-        return self.env.global_obs(state.env_state, params)
+    def inner_state(self, state):
+        return state.env_state
 
-    def render(self, state, params=None):
-        return self.env.render(state.env_state, params)
+    def exact_evaluation(self, params=None):
+        # an exact evaluator scores a policy for every role; the scripted roles'
+        # policies are not logits functions, so there is nothing exact to offer
+        return None

@@ -55,8 +55,5 @@ class EpisodeStats(Wrapper):
         new = EpisodeStatsState(env_state, {k: keep(v) for k, v in ret.items()}, keep(length))
         return new, ts
 
-    def global_obs(self, state, params=None):
-        return self.env.global_obs(state.env_state, params)
-
-    def render(self, state, params=None):
-        return self.env.render(state.env_state, params)
+    def inner_state(self, state):
+        return state.env_state

@@ -1,0 +1,149 @@
+"""The learner interface: what every learner returns, and all a population needs.
+
+A learner is built once, on the host, from a config and an environment
+(``ppo.make_train``, ``selfplay.make_train``, ...) and comes back as a ``Learner``:
+three pure, jit-able functions plus the facts a population or a runner needs::
+
+    learner = make_train(config, env)
+    state = learner.init(key, hparams)              # TrainState (any pytree)
+    state, metrics = learner.update(state, hparams) # one update; metrics {name: f32[]}
+    metrics = learner.evaluate(state, key)          # {name: f32[]}, "eval/..." names
+    state, metrics = learner.train(key, hparams)    # init, then a scan of num_updates updates
+
+Conventions, stated once:
+
+* ``hparams`` is the pytree of *traced* hyper-parameters (``learner.default_hparams``
+  when None). Its leaves are scalars, so ``vmap`` over a stacked ``hparams`` trains a
+  population with one hyper-parameter set per member, and changing a member's
+  value (PBT's explore step) never recompiles. Everything static -- sizes, the
+  estimator, the network -- is in ``learner.config``.
+* ``learner.hparam_space`` describes each traced hyper-parameter a population may
+  vary: its default (from the config), the valid range and the scale to sample and
+  perturb it on (``HParamSpec``).
+* ``learner.fitness(metrics)`` is the default fitness of one update's metrics: a
+  scalar where higher is better, NaN where the update did not measure it (sparse
+  evaluations). Populations rank members with it unless told otherwise.
+* The train state is checkpointed whole: restoring it and calling ``update`` again
+  continues bit-identically. ``state.update`` (``i32[]``) counts the updates done.
+
+A new learner implements ``init``/``update``/``evaluate`` over its own train state
+and returns ``Learner(...)``; nothing else in the library needs to know it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxagents.core.validate import check_float
+
+
+@dataclasses.dataclass(frozen=True)
+class HParamSpec:
+    """One traced hyper-parameter: ``name`` (a field of the learner's hparams),
+    ``default``, the valid range ``[low, high]`` and the ``scale`` ("log" or
+    "linear") on which a population samples and perturbs it."""
+
+    name: str
+    default: float
+    low: float
+    high: float
+    scale: str = "linear"
+
+    def __post_init__(self):
+        if self.scale not in ("log", "linear"):
+            raise ValueError(f"HParamSpec {self.name}: scale must be 'log' or 'linear', got {self.scale!r}")
+        low = check_float(f"{self.name} low", self.low, low=0.0, low_open=self.scale == "log")
+        check_float(f"{self.name} high", self.high, low=low)
+
+    def sample(self, key: jax.Array, shape: tuple = ()) -> jax.Array:
+        """Uniform draws on the spec's scale (log-uniform for ``scale="log"``)."""
+        if self.scale == "log":
+            u = jax.random.uniform(key, shape, minval=math.log(self.low), maxval=math.log(self.high))
+            return jnp.exp(u)
+        return jax.random.uniform(key, shape, minval=self.low, maxval=self.high)
+
+    def clip(self, value: jax.Array) -> jax.Array:
+        return jnp.clip(value, self.low, self.high)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fitness:
+    """``sign * mean(metrics[name] for name in names)``: the default fitness of a
+    learner's update metrics (higher is better; NaN where not measured)."""
+
+    names: tuple[str, ...]
+    sign: float = 1.0
+
+    def __call__(self, metrics: dict) -> jax.Array:
+        missing = [n for n in self.names if n not in metrics]
+        if missing:
+            raise KeyError(f"fitness needs metrics {missing}; the learner reports {sorted(metrics)}")
+        values = jnp.stack([jnp.asarray(metrics[n], jnp.float32) for n in self.names])
+        return self.sign * jnp.mean(values, axis=0)
+
+    @property
+    def name(self) -> str:
+        stem = self.names[0] if len(self.names) == 1 else "mean(" + ", ".join(self.names) + ")"
+        return stem if self.sign > 0 else f"-{stem}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Learner:
+    """A built learner (see the module docstring for the conventions).
+
+    Attributes:
+        init: ``(key, hparams=None) -> state``.
+        update: ``(state, hparams=None) -> (state, metrics)``, one update.
+        evaluate: ``(state, key) -> metrics``, evaluation of the current policy.
+        default_hparams: the config's values of the traced hyper-parameters.
+        hparam_space: ``{name: HParamSpec}`` for every field of ``default_hparams``.
+        fitness: the default fitness of an update's metrics.
+        config: the learner's (static) config.
+        env: the environment as the user passed it; ``env_params`` its params.
+        num_updates: the updates of a full run (``train`` scans this many).
+        agents: the learner's networks (``init(key) -> params``, ``logits_fn``...).
+    """
+
+    init: Callable[..., Any]
+    update: Callable[..., tuple[Any, dict]]
+    evaluate: Callable[[Any, jax.Array], dict]
+    default_hparams: Any
+    hparam_space: dict[str, HParamSpec]
+    fitness: Fitness
+    config: Any
+    env: Any
+    env_params: Any
+    num_updates: int
+    agents: Any = None
+
+    def __post_init__(self):
+        fields = set(getattr(self.default_hparams, "__dataclass_fields__", {}))
+        if fields and fields != set(self.hparam_space):
+            raise ValueError(f"hparam_space {sorted(self.hparam_space)} must describe every hparam {sorted(fields)}")
+
+    def train(self, key: jax.Array, hparams: Any = None):
+        """The whole run as one program: ``init``, then a ``scan`` of ``update``.
+        Returns ``(final state, metrics stacked over updates {name: f32[U]})``."""
+        state = self.init(key, hparams)
+        return jax.lax.scan(lambda s, _: self.update(s, hparams), state, None, self.num_updates)
+
+    __call__ = train  # ``jax.jit(make_train(cfg, env))(key)``, PureJaxRL-style
+
+    def sample_hparams(self, key: jax.Array, num: int, names: tuple[str, ...] | None = None):
+        """``num`` hparam sets (leading axis ``num``): the ``names`` drawn from their
+        ranges on their scales, every other field at its default."""
+        names = tuple(self.hparam_space) if names is None else tuple(names)
+        unknown = sorted(set(names) - set(self.hparam_space))
+        if unknown:
+            raise ValueError(f"unknown hyper-parameters {unknown}; this learner's are {sorted(self.hparam_space)}")
+        keys = dict(zip(names, jax.random.split(key, max(len(names), 1))))
+        values = {}
+        for field in self.hparam_space:
+            default = jnp.asarray(getattr(self.default_hparams, field), jnp.float32)
+            values[field] = self.hparam_space[field].sample(keys[field], (num,)) if field in names else jnp.full((num,), default)
+        return self.default_hparams.replace(**values)
