@@ -17,12 +17,14 @@ _FALSE = ("false", "no", "off", "0", "n", "f")
 
 
 def _bounds(low, high, low_open: bool = False, high_open: bool = False) -> str:
-    parts = []
+    f = lambda x: f"{x:g}" if isinstance(x, float) else str(x)  # noqa: E731
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{f(low)}, {f(high)}{')' if high_open else ']'}"
     if low is not None:
-        parts.append(f"{'>' if low_open else '>='} {low}")
+        return f"{'>' if low_open else '>='} {f(low)}"
     if high is not None:
-        parts.append(f"{'<' if high_open else '<='} {high}")
-    return " and ".join(parts)
+        return f"{'<' if high_open else '<='} {f(high)}"
+    return ""
 
 
 def is_int(value: Any) -> bool:
@@ -34,12 +36,8 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
     """``value`` as an ``int`` within ``[low, high]`` (either bound optional)."""
     if value is None and none_ok:
         return None
-    if low is not None and high is not None:
-        allowed = f"an int in [{low}, {high}]"
-    elif low == 1:
-        allowed = "a positive int"
-    else:
-        allowed = "an int" + (f" {_bounds(low, high)}" if low is not None or high is not None else "")
+    bounds = _bounds(low, high)
+    allowed = "a positive int" if (low, high) == (1, None) else "an int" + (f" {bounds}" if bounds else "")
     if none_ok:
         allowed = f"None or {allowed}"
     if not is_int(value):

@@ -1,0 +1,125 @@
+"""The learner interface: every learner returns a ``Learner`` that a population can
+drive without knowing which learner it is."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxagents
+from jaxagents.learners import Extension, Fitness, HParams, HParamSpec, Learner, PPOConfig, make_train
+from jaxagents.learners import selfplay
+
+TINY = dict(num_envs=4, num_steps=4, total_timesteps=4 * 4 * 2, update_epochs=1, num_minibatches=1)
+
+
+@pytest.fixture(scope="module")
+def ippo():
+    return make_train(PPOConfig(**TINY, lr=3e-4), jaxagents.make("stag_hunt"))
+
+
+def test_every_learner_is_a_learner(ippo):
+    sp = selfplay.make_train(selfplay.SelfPlayConfig(ppo=TINY), jaxagents.make("kuhn_poker"))
+    for learner in (ippo, sp):
+        assert isinstance(learner, Learner) and learner.num_updates == 2
+        assert set(learner.hparam_space) == {f.name for f in dataclasses.fields(HParams)}
+    assert isinstance(sp.config, selfplay.SelfPlayConfig) and ippo.config.lr == 3e-4
+
+
+def test_hparam_space_describes_the_traced_values(ippo):
+    space = ippo.hparam_space
+    assert space["lr"] == HParamSpec("lr", pytest.approx(3e-4), 1e-5, 1e-2, "log")
+    assert float(ippo.default_hparams.lr) == pytest.approx(3e-4)
+    # a config value outside the usual range widens it, so the default stays valid
+    wide = make_train(PPOConfig(**TINY, lr=0.05), jaxagents.make("stag_hunt")).hparam_space["lr"]
+    assert wide.high == 0.05 and wide.low == 1e-5
+    draws = ippo.sample_hparams(jax.random.key(0), 256, names=("lr", "ent_coef"))
+    lr = np.asarray(draws.lr)
+    assert lr.shape == (256,) and lr.min() >= 1e-5 and lr.max() <= 1e-2
+    # log-uniform: about a third of the draws per decade of [1e-5, 1e-2]
+    assert 0.2 < np.mean(lr < 1e-4) < 0.45 and 0.2 < np.mean(lr > 1e-3) < 0.45
+    np.testing.assert_array_equal(np.asarray(draws.gamma), np.full(256, np.float32(0.99)))  # not drawn: default
+    with pytest.raises(ValueError, match="unknown hyper-parameters"):
+        ippo.sample_hparams(jax.random.key(0), 2, names=("lrr",))
+    with pytest.raises(ValueError, match="scale"):
+        HParamSpec("lr", 1e-3, 1e-5, 1e-2, "exp")
+    with pytest.raises(ValueError, match="low"):
+        HParamSpec("lr", 1e-3, 0.0, 1e-2, "log")
+
+
+def test_a_population_is_a_vmap_over_states_and_hparams(ippo):
+    """Two members with different learning rates, one program: a member's result is
+    the same as its own single run, and the learning rate really differs."""
+    hp = ippo.default_hparams
+    pop_hp = jax.tree.map(lambda x: jnp.stack([x, x]), hp).replace(lr=jnp.array([1e-4, 1e-2], jnp.float32))
+    keys = jax.random.split(jax.random.key(0), 2)
+    states, metrics = jax.jit(jax.vmap(ippo.train))(keys, pop_hp)
+    alone, _ = jax.jit(ippo.train)(keys[1], hp.replace(lr=jnp.float32(1e-2)))
+    for a, b in zip(jax.tree.leaves(alone.params), jax.tree.leaves(jax.tree.map(lambda x: x[1], states.params))):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert metrics["update"].shape == (2, 2)
+    fit = ippo.fitness(jax.tree.map(lambda x: x[:, -1], metrics))
+    assert fit.shape == (2,)
+    ev = jax.jit(jax.vmap(ippo.evaluate))(states, keys)
+    assert {"eval/episode_return/row", "eval/episode_return/column"} <= set(ev)
+
+
+def test_default_fitness():
+    metrics = {"episode_return/a": jnp.array(1.0), "episode_return/b": jnp.array(3.0), "eval/x": jnp.array(jnp.nan)}
+    assert float(Fitness(("episode_return/a", "episode_return/b"))(metrics)) == 2.0
+    assert float(Fitness(("episode_return/a",), sign=-1.0)(metrics)) == -1.0
+    assert np.isnan(float(Fitness(("eval/x",))(metrics)))  # not measured at this update
+    with pytest.raises(KeyError, match="fitness needs"):
+        Fitness(("nope",))(metrics)
+
+
+def test_extension_parts_are_typed_and_optional(ippo):
+    """An extension replaces the evaluation and the fitness; the rest stays PPO's."""
+    seen = []
+    ext = Extension(evaluate=lambda state, key: {"eval/custom": jnp.float32(1.0)}, fitness=Fitness(("eval/custom",)),
+                    after_update=lambda state, traj: (seen.append(1) or state, {"extra_metric": jnp.float32(2.0)}))
+    learner = make_train(ippo.config, ippo.env, extension=ext)
+    state = learner.init(jax.random.key(0))
+    state, m = learner.update(state)
+    assert float(m["extra_metric"]) == 2.0 and seen and "policy_loss/row" in m
+    assert learner.evaluate(state, jax.random.key(1)) == {"eval/custom": 1.0}
+    assert learner.fitness.names == ("eval/custom",)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(lr=float("inf")), "lr must be a finite number > 0, got inf"),
+    (dict(ent_coef=float("nan")), "ent_coef must be a finite number >= 0"),
+    (dict(lr="abc"), "lr must be a finite number > 0, got 'abc'"),
+    (dict(num_envs=2.5), "num_envs must be a positive int, got 2.5"),
+    (dict(num_envs=True), "num_envs must be a positive int, got True"),
+    (dict(gamma=1.5), r"gamma must be a finite number in \[0, 1\], got 1.5"),
+    (dict(anneal_lr="yes"), "anneal_lr must be true or false"),
+    (dict(advantage="gea"), r"advantage must be one of \['gae'"),
+    (dict(role_start_update={"a": -1}), r"role_start_update\['a'\] must be an int >= 0"),
+    (dict(agents_per_update=0), "agents_per_update must be None or a positive int"),
+])
+def test_ppo_config_rejects_bad_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PPOConfig(**{**TINY, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(pool_size=2.5), "pool_size must be an int >= 0, got 2.5"),
+    (dict(eval_every=2.5), "eval_every must be a positive int, got 2.5"),
+    (dict(pool_prob=float("nan")), "pool_prob must be a finite number"),
+    (dict(average_decay=1.0), "average_decay"),
+])
+def test_selfplay_config_rejects_bad_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        selfplay.SelfPlayConfig(ppo=TINY, **kwargs)
+
+
+def test_make_train_checks_what_needs_the_environment():
+    """Caught when the learner is built, before anything compiles."""
+    env = jaxagents.make("stag_hunt")
+    with pytest.raises(ValueError, match=r"num_minibatches=3 must divide role 'row'.s batch"):
+        make_train(PPOConfig(**{**TINY, "num_minibatches": 3}), env)
+    with pytest.raises(ValueError, match=r"shaped_reward='shaped' names no info entry"):
+        make_train(PPOConfig(**TINY, shaped_reward="shaped"), env)
