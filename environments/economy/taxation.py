@@ -1,5 +1,9 @@
 """Taxation: a Stackelberg labour/tax game between N workers and one planner.
 
+(Over 400 lines because the planner's and the workers' halves of one step share the
+period bookkeeping; the labour model, the schedules and the metrics already live in
+``labour.py``, ``brackets.py`` and ``metrics.py``.)
+
 Roles: ``worker`` (N agents) and ``planner`` (1). The planner is the leader: it moves
 first in every *period* and sets the tax rates; then the workers choose their hours for
 ``K = params.period_length`` steps under those rates. One period is ``K + 1`` env
@@ -86,6 +90,7 @@ from environments.economy.skills import (
 )
 from jaxagents.core import Box, Discrete, Env, MultiDiscrete, Role
 from jaxagents.core.columns import agent_rows
+from jaxagents.core.validate import check_choice, check_int, check_positive_int
 
 SWFS = ("equality_times_productivity", "utilitarian", "inverse_income")
 PLANNER_ACTIONS = ("delta", "rates")
@@ -142,15 +147,7 @@ class TaxationState:
 
 
 def _index(name: str, value: str, options: tuple) -> int:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
-    return options.index(value)
-
-
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
+    return options.index(check_choice(name, value, options))
 
 
 class Taxation(Env):
@@ -190,11 +187,11 @@ class Taxation(Env):
         initial_rate: float = 0.5,
         gini_bins: int | None = None,
     ):
-        self.num_workers = _positive_int("num_workers", num_workers)
+        self.num_workers = check_positive_int("num_workers", num_workers)
         self.cutoffs = schedule.cutoffs_of(brackets)
         self.num_brackets = b = len(self.cutoffs)
         self.continuous_hours = bool(continuous_hours)
-        self.num_hour_levels = _positive_int("num_hour_levels", num_hour_levels, 2)
+        self.num_hour_levels = check_int("num_hour_levels", num_hour_levels, low=2)
         if not (isinstance(max_hours, (int, float)) and np.isfinite(max_hours) and max_hours > 0):
             raise ValueError(f"max_hours must be a finite number > 0, got {max_hours!r}")
         self.max_hours = float(max_hours)
@@ -205,8 +202,8 @@ class Taxation(Env):
         self._deltas = deltas
         self._defaults = dict(
             skill_dist=skill_dist, utility=_index("utility", utility, UTILITIES), swf=_index("swf", swf, SWFS),
-            period_length=_positive_int("period_length", period_length),
-            num_periods=_positive_int("num_periods", num_periods), initial_rate=float(initial_rate),
+            period_length=check_positive_int("period_length", period_length),
+            num_periods=check_positive_int("num_periods", num_periods), initial_rate=float(initial_rate),
         )
         _index("skill_dist", skill_dist, SKILL_DISTRIBUTIONS)
         schedule.check_rates(initial_rate, "initial_rate")

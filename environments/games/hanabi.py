@@ -1,5 +1,9 @@
 """Hanabi, as in the Hanabi Learning Environment (HLE) and OpenSpiel's ``hanabi``.
 
+(Just over 400 lines: the rules of one move -- play, discard, reveal, draw, end of game --
+are one step and read best in one place; the 658-feature observation is in
+``hanabi_obs.py``.)
+
 Rules. 2-5 players cooperate to build five fireworks, one per colour (R, Y, G, W, B),
 each from rank 1 up to 5. The deck has 50 cards: per colour three 1s, two 2s, 3s and
 4s, one 5. Each player holds 5 cards (2-3 players) or 4 (4-5 players) and sees every

@@ -1,6 +1,10 @@
 """A macro economy of households, firms, a bank, a government and a central bank
 (EconGym's roles), stock-flow consistent, vectorised over 10^2..10^5+ households.
 
+(Just over 400 lines: the step below is one accounting sequence whose order is the
+model; its pieces -- parameters, market clearing, taxes -- are already in
+``params.py`` and ``dynamics.py``.)
+
 One step is one year. Money is bank deposits; every payment moves balances between
 two accounts, so the accounting identities below hold every step and are reported in
 ``info`` (``residual/*``, relative to the size of the balance sheets).
