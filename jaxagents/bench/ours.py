@@ -101,7 +101,7 @@ def benchmark(
     progress: Callable[[BenchRow], None] | None = None,
     action_rng: str = "threefry",
 ) -> BenchResult:
-    """Measure the throughput of a jaxagents environment with the protocol above.
+    """Measure the throughput of a jaxagents environment with the protocol (``jaxagents.bench``).
 
     Args:
         env_or_id: an ``Env`` instance (yours, wrappers included), a registered id,

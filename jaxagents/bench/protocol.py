@@ -119,12 +119,12 @@ def _check_args(num_envs, steps, repeats, mode=None):
 
 # --------------------------------------------------------------------------- the protocol
 def _scan_rollout(sample: Callable, step: Callable, steps: int) -> Callable:
-    """The timed program, shared by both libraries.
+    """The timed program, shared by every backend.
 
     ``sample(key, state, aux) -> actions`` and ``step(key, state, aux, actions, params)
     -> (state, aux, reward_sum f32[], num_done i32[])`` act on the whole batch; ``aux`` is
     whatever the sampler needs besides the state (our ``TimeStep`` with its action
-    masks; nothing for JaxMARL, whose masks are computed from the state).
+    masks; nothing for JaxMARL and pgx, whose masks are computed from the state).
 
     The returned ``run(key, state, aux, params)`` gives back the final carry plus the
     reward sum and the count of finished episodes: returning them keeps XLA from
