@@ -88,8 +88,8 @@ DEFAULT: dict[str, Any] = {
             "normalize": "none",
         },
         "eval_every": 50,
-        "eval_envs": 32,
-        "eval_steps": 8,
+        "eval_envs": 256,
+        "eval_steps": 16,
         "average_decay": 0.99,
     },
 }

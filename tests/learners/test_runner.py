@@ -147,3 +147,62 @@ def test_cli_errors(args, message, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------- slow: whole runs
+
+
+@pytest.mark.slow
+def test_divergence_stops_the_run(cache, tmp_path):
+    """Adam with lr=1e38 makes the parameters overflow: the run stops with an error naming the
+    update and the last good checkpoint, keeps the evidence in metrics.jsonl and
+    writes no checkpoint of the diverged state."""
+    d = tmp_path / "diverged"
+    r = _cli(["train", *TINY, "train.ppo.optimizer=adam", "train.ppo.lr=1e38", "--run-dir", str(d), "--quiet"], cwd=os.getcwd(), cache=cache)
+    assert r.returncode == 1, r.stderr
+    err = r.stderr.strip().splitlines()[-1]
+    assert "diverged" in err and "at update" in err or "after update" in err, err
+    rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+    bad = [row for row in rows if row.get("nonfinite")]
+    assert bad and all(row[k] is None for row in bad for k in row["nonfinite"])
+    steps = sorted(int(p) for p in os.listdir(d / "checkpoints") if p.isdigit())
+    assert not steps or steps[-1] < bad[0]["update"]
+    assert not (d / "results.json").exists()
+
+
+@pytest.mark.slow
+def test_resume_without_checkpoint_does_not_duplicate_rows(uninterrupted, cache, tmp_path):
+    import shutil
+
+    full_dir, _ = uninterrupted
+    d = tmp_path / "nockpt"
+    shutil.copytree(full_dir, d)
+    shutil.rmtree(d / "checkpoints")
+    (d / "results.json").unlink()
+    r = _cli(["train", "--resume", str(d), "--quiet"], cwd=os.getcwd(), cache=cache)
+    assert r.returncode == 0, r.stderr
+    assert (d / "metrics.jsonl").read_text() == (full_dir / "metrics.jsonl").read_text()
+
+
+@pytest.mark.slow
+def test_only_process_0_writes_logs(monkeypatch, tmp_path):
+    """Multi-host runs share the run directory: a process other than 0 writes no
+    config, metrics, plot or results (orbax coordinates the checkpoints)."""
+    monkeypatch.setattr(runner, "_primary", lambda: False)
+    d = tmp_path / "worker"
+    runner.run(runner.load_config(None, TINY), run_dir=str(d), quiet=True)
+    assert sorted(os.listdir(d)) == ["checkpoints"]
+
+
+@pytest.mark.slow
+def test_default_run_shows_learning(tmp_path):
+    """The README's first command: the embedded default learns (uniform play's
+    exploitability 0.458 -> <= 0.05) and says so."""
+    d = tmp_path / "default"
+    r = subprocess.run([sys.executable, "-m", "jaxagents.cli", "train", "log.progress=false", "--run-dir", str(d)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((d / "results.json").read_text())
+    assert abs(res["start"]["eval/exploitability"] - 0.458) < 0.01
+    assert res["final"]["eval/average/exploitability"] <= 0.05 and res["final"]["eval/exploitability"] <= 0.05
+    assert "exploitability 0.458" in r.stdout
