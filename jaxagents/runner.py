@@ -378,7 +378,8 @@ def run(
             if jax.process_count() > 1:
                 raise ValueError("a run over several processes needs an explicit run_dir, the same on every process")
             run_dir = default_run_dir(config)
-        check_new_run_dir(run_dir, overwrite)
+        if primary:  # the others would find process 0's directory already laid out
+            check_new_run_dir(run_dir, overwrite)
 
     S = config["num_seeds"]
     progress = _Progress(0, config["log"].get("progress", True) and not quiet and primary)
