@@ -48,7 +48,7 @@ CLI_CASES = [
     (["train", "num_seeds=0"], ["num_seeds must be", "got 0"]),
     (["train", "num_seeds=1.5"], ["num_seeds must be", "got 1.5"]),
     (["train", "keep_checkpoints=0"], ["keep_checkpoints must be", "got 0"]),
-    (["train", "checkpoint_every=-1"], ["checkpoint_every must be an int >= 0"]),
+    (["train", "checkpoint_every=-1"], ["checkpoint_every must be", "got -1"]),
     (["train", "learner=dqn"], ["learner must be one of"]),
     (["train", "env.id=3"], ["env.id must be an environment id"]),
     (["train", "log.wandb_project=3"], ["log.wandb_project"]),
