@@ -1,5 +1,5 @@
 """The fast step against reference rollouts of the step before it (``arena_golden.py``):
-same trajectories, rewards and observations; with ``metrics="tick"`` the same info; with
+same trajectories, rewards and observations (to float32 rounding); with ``metrics="tick"`` the same info; with
 the default ``metrics="step"`` the info of the end-of-step pose. Also the robust filter
 (JaxRobotarium's barrier) and the constructor's argument checks."""
 
@@ -32,7 +32,15 @@ def _compare(case, metrics):
     for k, v in ref.items():
         if metrics == "step" and k.split("/")[-1] in golden.TICK_INFO:
             continue
-        np.testing.assert_array_equal(got[k], v, err_msg=f"{case}: {k}")
+        if np.issubdtype(v.dtype, np.floating):
+            # the position controller without atan2 / sqrt rounds differently: 1e-5 m after
+            # 6 steps of 30 ticks (headings compared on the circle)
+            d = got[k] - v
+            if k.endswith("pose"):
+                d[..., 2] = np.angle(np.exp(1j * d[..., 2]))
+            np.testing.assert_allclose(d, 0, atol=5e-5, err_msg=f"{case}: {k}")
+        else:
+            np.testing.assert_array_equal(got[k], v, err_msg=f"{case}: {k}")
     return got, ref
 
 
@@ -45,7 +53,7 @@ def test_same_trajectories_and_info_as_the_reference(case):
     m = jax.vmap(jax.vmap(pair_metrics, (0, None)), (0, None))(jnp.asarray(ref["pose"]), radius)
     step = golden.rollout(case)  # the default, metrics="step"
     for k, v in zip(golden.TICK_INFO, m):
-        np.testing.assert_array_equal(step[f"info/{k}"], np.asarray(v), err_msg=k)
+        np.testing.assert_allclose(step[f"info/{k}"], np.asarray(v), atol=5e-5, err_msg=k)
         # per-tick events include the end-of-step ones
         assert np.all(got[f"info/{k}"] <= step[f"info/{k}"]) if k == "min_distance" else \
             np.all(got[f"info/{k}"] >= step[f"info/{k}"])
