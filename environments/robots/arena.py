@@ -272,7 +272,15 @@ def _cells(u, grid: SpawnGrid, n: int, jitter):
 def spawn_positions(key, grid: SpawnGrid, n: int, jitter) -> jax.Array:
     """``n`` distinct random cells of ``grid`` plus a uniform jitter of at most ``jitter``
     per axis (traced). Returns ``f32[n, 2]``."""
-    return _cells(jax.random.uniform(key, (grid.cells.shape[0] + 2 * n,)), grid, n, jitter)
+    return positions_from_uniforms(jax.random.uniform(key, (position_draws(grid, n),)), grid, n, jitter)
+
+
+def position_draws(grid: SpawnGrid, n: int) -> int:
+    """How many uniform numbers ``positions_from_uniforms`` reads."""
+    return grid.cells.shape[0] + 2 * n
+
+
+positions_from_uniforms = _cells  # ``spawn_positions`` from its uniform numbers
 
 
 def spawn_poses(key, grid: SpawnGrid, n: int, p: ArenaParams, extra: int = 0):
@@ -284,9 +292,19 @@ def spawn_poses(key, grid: SpawnGrid, n: int, p: ArenaParams, extra: int = 0):
     With ``extra > 0`` also returns ``f32[extra, 2]`` positions on further distinct cells
     (objects that must not start under a robot): ``(poses, positions)``.
     """
+    return poses_from_uniforms(jax.random.uniform(key, (pose_draws(grid, n, extra),)), grid, n, p, extra)
+
+
+def pose_draws(grid: SpawnGrid, n: int, extra: int = 0) -> int:
+    """How many uniform numbers ``poses_from_uniforms`` reads."""
+    return grid.cells.shape[0] + 2 * (n + extra) + n + 1
+
+
+def poses_from_uniforms(u, grid: SpawnGrid, n: int, p: ArenaParams, extra: int = 0):
+    """``spawn_poses`` from its uniform numbers ``u`` (``f32[pose_draws(...)]``), for
+    callers that draw several things at once (one threefry pass instead of several)."""
     m = n + extra
     c = grid.cells.shape[0]
-    u = jax.random.uniform(key, (c + 2 * m + n + 1,))
     need = spawn_distance(p)
     s = grid.spacing
     free = s - need - 2 * p.projection_distance

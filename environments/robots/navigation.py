@@ -22,7 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams, make_grid, spawn_positions
+from environments.robots.arena import (
+    X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams, make_grid, pose_draws, poses_from_uniforms, position_draws,
+    positions_from_uniforms,
+)
 from environments.robots.scenario import RobotScenario, pose_features
 
 
@@ -78,10 +81,14 @@ class Navigation(RobotScenario):
             raise ValueError(f"params.goal_radius must be finite and > 0, got {params.goal_radius}")
 
     def reset_task(self, key, params):
-        kp, kg = jax.random.split(key)
+        n = self.num_robots
         jitter = 0.25 * self.goal_grid.spacing  # goals stay >= half a cell apart
-        return NavigationState(pose=self.spawn_robots(kp, params),
-                               goal=spawn_positions(kg, self.goal_grid, self.num_robots, jitter),
+        # the draws of spawn_robots(kp) and spawn_positions(kg), (kp, kg) = split(key), in one
+        # threefry pass: each key's first numbers do not depend on how many are drawn
+        sizes = (pose_draws(self.robot_grid, n), position_draws(self.goal_grid, n))
+        u = jax.vmap(lambda k: jax.random.uniform(k, (max(sizes),)))(jax.random.split(key))
+        return NavigationState(pose=poses_from_uniforms(u[0, :sizes[0]], self.robot_grid, n, params.arena),
+                               goal=positions_from_uniforms(u[1, :sizes[1]], self.goal_grid, n, jitter),
                                t=jnp.zeros((), jnp.int32))
 
     def update_task(self, key, prev, state, params):
