@@ -193,16 +193,14 @@ def build(config: dict, callback=None):
 
     env, env_params = make_env(config["env"])
     section = dict(config.get("train") or {})
+    if config["learner"] == "mappo":
+        section["central_critic"] = True
     try:
-        if config["learner"] == "selfplay":
-            cfg = selfplay.SelfPlayConfig(**section)
-            return selfplay.make_train(cfg, env, env_params=env_params, callback=callback)
-        if config["learner"] == "mappo":
-            section["central_critic"] = True
-        cfg = ppo.PPOConfig(**section)
-    except TypeError as e:  # unknown field names
+        cfg = (selfplay.SelfPlayConfig if config["learner"] == "selfplay" else ppo.PPOConfig)(**section)
+    except (TypeError, ValueError) as e:  # the config's own checks (ranges, cross-field rules)
         raise ValueError(f"train section: {e}") from None
-    return ppo.make_train(cfg, env, env_params=env_params, callback=callback)
+    make = selfplay.make_train if config["learner"] == "selfplay" else ppo.make_train
+    return make(cfg, env, env_params=env_params, callback=callback)
 
 
 def _evaluate_states(learner, state, keys) -> dict:

@@ -136,7 +136,7 @@ def test_resume_of_a_finished_run_changes_nothing(uninterrupted, capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["train", "train.ppo.lr=-1"], "lr must be > 0"),
+        (["train", "train.ppo.lr=-1"], "train section: lr must be"),
         (["train", "nope.yaml"], "is not a file"),
         (["train", "learner=dqn"], "learner must be one of"),
         (["train", "train.ppo.bogus=1"], "bogus"),
