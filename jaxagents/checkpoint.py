@@ -128,11 +128,16 @@ class Checkpointer:
                 return state, step, [f"checkpoint {os.path.join(self.directory, str(s))} does not restore ({why}); skipped" for s, why in failures]
             skipped = [self._move_aside(s, why) for s, why in failures]
             if skipped:
-                self.manager.close()
-                self.manager = self._manager()
+                self.reload()
             return state, step, skipped
         detail = "; ".join(f"{os.path.join(self.directory, str(s))}: {why}" for s, why in failures)
         raise ValueError(f"no checkpoint of {self.directory} restores ({detail})")
+
+    def reload(self) -> None:
+        """Read the directory again (after checkpoints were moved, e.g. by another
+        process of a multi-host run)."""
+        self.manager.close()
+        self.manager = self._manager()
 
     def _move_aside(self, step: int, why: str) -> str:
         src = os.path.join(self.directory, str(step))

@@ -396,8 +396,13 @@ def run(
     results_path = os.path.join(run_dir, "results.json")
     restored = None
     if resume and ckpt.all_steps():
-        state, restored, skipped = ckpt.restore_newest(state)
-        for message in skipped:
+        state, restored, skipped = ckpt.restore_newest(state, move_aside=primary)
+        if jax.process_count() > 1:  # process 0 has moved broken checkpoints aside: all see the same steps
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices("jaxagents: checkpoints restored")
+            ckpt.reload()
+        for message in skipped if primary else ():
             _warn(message)
     done = int(np.asarray(state.update)[0])
     if resume and done >= U and os.path.isfile(results_path):  # finished already: its figures stand
