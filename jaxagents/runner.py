@@ -382,6 +382,8 @@ def run(
     S = config["num_seeds"]
     progress = _Progress(0, config["log"].get("progress", True) and not quiet and primary)
     learner = build(config, callback=progress)  # the learner's own checks, before anything is written
+    if primary:
+        tracking.check_sinks(config["log"])
     if not resume and primary:
         _lay_out(run_dir, config, overwrite)
     U = learner.num_updates

@@ -105,6 +105,21 @@ class WandbSink:
         self.run.finish()
 
 
+def check_sinks(log_cfg: dict) -> None:
+    """Raise ``ImportError`` now, before a run directory exists, when a sink that
+    ``log_cfg`` asks for cannot be made (its package is not installed)."""
+    if log_cfg.get("tensorboard"):
+        import importlib.util
+
+        if not any(importlib.util.find_spec(m) for m in ("tensorboardX", "torch")):
+            raise ImportError("log.tensorboard=true needs `pip install tensorboardX`")
+    if log_cfg.get("wandb_project"):
+        import importlib.util
+
+        if importlib.util.find_spec("wandb") is None:
+            raise ImportError("log.wandb_project needs `pip install wandb`")
+
+
 def make_sinks(log_cfg: dict, run_dir: str, config: dict) -> list:
     sinks = [JsonlSink(os.path.join(run_dir, "metrics.jsonl"))]
     if log_cfg.get("tensorboard"):

@@ -285,3 +285,11 @@ def test_no_checkpoint_restores(tmp_path):
         ck.restore_newest({"w": np.zeros(3, np.float32)})
     assert "_METADATA" in str(e.value) and str(d / "2") in str(e.value)
     ck.close()
+
+
+@pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("tensorboardX", "torch")),
+                    reason="a TensorBoard writer is installed")
+def test_missing_log_package_before_any_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert "pip install tensorboardX" in _cli_error(["train", "log.tensorboard=true"], capsys)
+    assert not (tmp_path / "runs").exists()
