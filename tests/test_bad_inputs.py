@@ -293,3 +293,22 @@ def test_missing_log_package_before_any_directory(tmp_path, capsys, monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert "pip install tensorboardX" in _cli_error(["train", "log.tensorboard=true"], capsys)
     assert not (tmp_path / "runs").exists()
+
+
+def test_overwrite_starts_clean(tmp_path):
+    d = tmp_path / "run"
+    _fake_run(d)
+    (d / "checkpoints").mkdir()
+    (d / "curve.png").write_bytes(b"old")
+    cfg = runner.prepare({"seed": 3})
+    runner.check_new_run_dir(str(d), overwrite=True)
+    runner._lay_out(str(d), cfg, overwrite=True)
+    assert sorted(os.listdir(d)) == ["config.yaml"]
+    assert yaml.safe_load((d / "config.yaml").read_text())["seed"] == 3
+
+
+def test_atomic_write_leaves_no_temporary_file(tmp_path):
+    p = tmp_path / "results.json"
+    tracking.atomic_write(str(p), "{}")
+    tracking.atomic_write(str(p), b"{\"a\": 1}")
+    assert os.listdir(tmp_path) == ["results.json"] and json.loads(p.read_text()) == {"a": 1}
