@@ -152,13 +152,14 @@ def _rotate(cs, sn, z):
 
 
 def guard(vw: jax.Array, pose: jax.Array, p: ArenaParams) -> jax.Array:
-    """Project ``(v, w)`` commands onto the wheel limits and the body/wall guard only
-    (no pair QP): what zero-order hold applies at every tick to the held command."""
-    l = p.projection_distance
+    """The body/wall guard on ``(v, w)`` commands that are already inside the wheel limits
+    (what zero-order hold applies at every tick to the held command): the linear speed
+    clipped to the guard's interval, the turn rate kept. That is the projection onto the
+    hexagon: clipping ``v`` toward 0 keeps a point inside the diamond, so the nearest
+    point of the band ``lo <= v <= hi`` is the nearest point of their intersection."""
     lo, hi = speed_bounds(pose, p)
-    z0 = to_z(vw, l)
-    z = project_hexagon(z0, p.max_speed, AXLE_LENGTH / (2 * l), lo, hi)
-    return jnp.where(jnp.all(z == z0, -1, keepdims=True), vw, from_z(z, l))
+    v = vw[:, 0]
+    return jnp.stack([jnp.clip(v, lo, hi), vw[:, 1]], -1)
 
 
 def _dual_qp(z_hat, cs, sn, ux, uy, b, mask, c, k, lo, hi, lam, iters: int, tol=None):
