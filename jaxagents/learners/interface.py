@@ -74,17 +74,23 @@ class HParamSpec:
 @dataclasses.dataclass(frozen=True)
 class Fitness:
     """``sign * mean(metrics[name] for name in names)``: the default fitness of a
-    learner's update metrics (higher is better; NaN where not measured)."""
+    learner's update metrics (higher is better; NaN where not measured). ``valid``
+    names a count metric: where it is 0 (e.g. no episode finished in the update's
+    rollout) the fitness is NaN, not the metric's placeholder value."""
 
     names: tuple[str, ...]
     sign: float = 1.0
+    valid: str | None = None
 
     def __call__(self, metrics: dict) -> jax.Array:
-        missing = [n for n in self.names if n not in metrics]
+        missing = [n for n in (*self.names, *([self.valid] if self.valid else [])) if n not in metrics]
         if missing:
             raise KeyError(f"fitness needs metrics {missing}; the learner reports {sorted(metrics)}")
         values = jnp.stack([jnp.asarray(metrics[n], jnp.float32) for n in self.names])
-        return self.sign * jnp.mean(values, axis=0)
+        out = self.sign * jnp.mean(values, axis=0)
+        if self.valid is not None:
+            out = jnp.where(jnp.asarray(metrics[self.valid]) > 0, out, jnp.nan)
+        return out
 
     @property
     def name(self) -> str:

@@ -351,7 +351,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         evaluate=ext.evaluate or evaluate,
         default_hparams=HParams.from_config(cfg),
         hparam_space=hparam_space(cfg),
-        fitness=ext.fitness or Fitness(tuple(returns)),
+        fitness=ext.fitness or Fitness(tuple(returns), valid="episodes"),
         config=cfg,
         env=env,
         env_params=env_params,

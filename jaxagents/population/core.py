@@ -1,0 +1,224 @@
+"""Populations of any learner: P members with stacked train states, each with its
+own key and its own traced hyper-parameters, trained by one program.
+
+``Population(learner, size, ...)`` wraps any ``jaxagents.learners.Learner`` and is
+itself driven like one::
+
+    pop = Population(learner, size=8, pbt=PBTConfig(interval=10), ranges={"lr": (1e-4, 1e-2)})
+    state = pop.init(key)                  # members drawn from the ranges
+    state, metrics = pop.update(state)     # every member one update; metrics [P]
+    state, metrics = pop.train(key)        # init, then a scan of num_updates updates
+
+Members are updated by ``vmap(learner.update)`` -- on one device, or, given a device
+``mesh`` with a ``pop`` axis, by ``shard_map`` of that ``vmap`` over the devices, each
+device updating its own members (``jaxagents.population.mesh``). The members' update
+counter is one shared scalar (they advance in lockstep), so a learner's ``lax.cond``
+on it -- evaluate every K updates -- stays a branch instead of becoming a select.
+
+With ``pbt`` set, every ``pbt.interval`` updates is a ready point (``pbt.py``): the
+fitness of each member is its mean over the updates since the last ready point of
+the values that were measured (``learner.fitness``, or ``pbt.fitness``; NaN-safe --
+a member measured nowhere in the interval keeps its last fitness), then exploit and
+explore. Each update's metrics carry the population's bookkeeping: ``fitness`` [P]
+(NaN where not measured), ``pbt/ready`` and ``pbt/parent`` [P] (each member's
+parent at a ready point, itself otherwise: the lineage), and ``hparams/NAME`` [P]
+(the hyper-parameter schedules).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxagents.core.validate import check_float, check_positive_int
+from jaxagents.learners.interface import Fitness, HParamSpec, Learner
+from jaxagents.population import pbt as pbt_lib
+
+
+@struct.dataclass
+class PopulationState:
+    """Everything a population run needs to continue (checkpoint it whole).
+
+    Attributes:
+        members: the learner's train state, a leading ``[P]`` axis on every leaf.
+        hparams: the members' traced hyper-parameters, ``[P]`` per field.
+        fitness: ``f32[P]`` at the last ready point (NaN before the first).
+        fitness_sum, fitness_count: ``f32[P]`` measured fitness since that point.
+        parents: ``i32[P]`` each member's parent at the last ready point.
+        key: the population's own key (PBT decisions).
+        update: ``i32[]`` updates done (every member's count).
+    """
+
+    members: Any
+    hparams: Any
+    fitness: jax.Array
+    fitness_sum: jax.Array
+    fitness_count: jax.Array
+    parents: jax.Array
+    key: jax.Array
+    update: jax.Array
+
+
+def _ranges(learner: Learner, ranges: dict | None) -> dict[str, HParamSpec]:
+    """The learner's ``hparam_space`` with user ranges ``{name: (low, high)}`` (the
+    scale stays the learner's; the config default must lie inside)."""
+    space = dict(learner.hparam_space)
+    for name, rng in (ranges or {}).items():
+        if name not in space:
+            raise ValueError(f"population ranges: unknown hyper-parameter {name!r}; the learner's are {sorted(space)}")
+        if not isinstance(rng, (list, tuple)) or len(rng) != 2:
+            raise ValueError(f"population ranges: {name} must be [low, high], got {rng!r}")
+        low = check_float(f"population ranges: {name} low", rng[0])
+        high = check_float(f"population ranges: {name} high", rng[1], low=low)
+        space[name] = dataclasses.replace(space[name], low=low, high=high)
+    return space
+
+
+class Population:
+    """``size`` members of ``learner`` (see the module docstring).
+
+    Args:
+        learner: any ``Learner``.
+        size: P >= 1.
+        pbt: ``PBTConfig`` or None (no PBT: independent members, e.g. a sweep).
+        ranges: ``{name: (low, high)}``: the hyper-parameters drawn per member at
+            ``init`` (uniformly on each one's scale) and the ranges PBT explores in;
+            every other hyper-parameter keeps the config's value.
+        mesh: a ``jax.sharding.Mesh`` with a ``pop`` axis that divides ``size``
+            (``jaxagents.population.mesh.make_mesh``), or None for one device.
+        chunk: members updated together by one ``vmap`` on a device (default: all
+            of the device's members); the device's members are updated ``chunk`` at a
+            time by ``lax.map`` (less memory).
+    """
+
+    def __init__(self, learner: Learner, size: int, pbt: pbt_lib.PBTConfig | None = None, ranges: dict | None = None,
+                 mesh=None, chunk: int | None = None):
+        self.learner = learner
+        self.size = check_positive_int("population size", size)
+        self.pbt = pbt
+        self.space = _ranges(learner, ranges)
+        self.sampled = tuple(ranges or ())
+        if pbt is not None:
+            unknown = sorted(set(pbt.hparams) - set(self.space))
+            if unknown:
+                raise ValueError(f"pbt.hparams: unknown hyper-parameters {unknown}; the learner's are {sorted(self.space)}")
+        self.fitness_fn = learner.fitness if pbt is None or pbt.fitness is None else Fitness((pbt.fitness,), pbt.fitness_sign)
+        self.mesh = mesh
+        if mesh is not None:
+            from jaxagents.population.mesh import check_mesh
+
+            check_mesh(mesh, self.size)
+        self.num_updates = learner.num_updates
+        local = self.size // (1 if mesh is None else mesh.shape["pop"])
+        self.chunk = local if chunk is None else check_positive_int("population chunk", chunk)
+        if local % self.chunk:
+            raise ValueError(f"population chunk={self.chunk} must divide the members per device ({local})")
+
+    # ------------------------------------------------------------------ init
+    def initial_hparams(self, key: jax.Array):
+        """``[P]`` hyper-parameters: the ``ranges`` drawn per member, the rest at the
+        config's values."""
+        values = {}
+        keys = dict(zip(self.sampled, jax.random.split(key, max(len(self.sampled), 1))))
+        for name in self.space:
+            default = jnp.asarray(getattr(self.learner.default_hparams, name), jnp.float32)
+            values[name] = self.space[name].sample(keys[name], (self.size,)) if name in keys else jnp.full((self.size,), default)
+        return self.learner.default_hparams.replace(**values)
+
+    def init(self, key: jax.Array, hparams=None) -> PopulationState:
+        """Members from ``split(key)``: member ``i``'s train state is
+        ``learner.init(member_keys[i], hparams[i])``."""
+        k_members, k_hp, k_pop = jax.random.split(key, 3)
+        hp = self.initial_hparams(k_hp) if hparams is None else hparams
+        members = jax.vmap(self.learner.init)(jax.random.split(k_members, self.size), hp)
+        nan = jnp.full((self.size,), jnp.nan, jnp.float32)
+        zeros = jnp.zeros((self.size,), jnp.float32)
+        return PopulationState(members, hp, nan, zeros, zeros, jnp.arange(self.size, dtype=jnp.int32), k_pop, jnp.zeros((), jnp.int32))
+
+    # ------------------------------------------------------------------ update
+    def _member_axes(self, members):
+        return jax.tree.map(lambda _: 0, members).replace(update=None)
+
+    def update_members(self, members, hparams, update):
+        """Every member one ``learner.update``; ``update`` is the shared counter.
+        Returns ``(members, metrics [P])``; sharded over ``pop`` with a mesh."""
+        shared = members.replace(update=update)
+        axes = self._member_axes(members)
+
+        def batch(m, hp):
+            return jax.vmap(self.learner.update, in_axes=(axes, 0), out_axes=(axes, 0))(m, hp)
+
+        def local(m, hp):
+            n = jax.tree.leaves(hp)[0].shape[0]
+            if self.chunk == n:
+                return batch(m, hp)
+            split = lambda x: x.reshape(n // self.chunk, self.chunk, *x.shape[1:])  # noqa: E731
+            merge = lambda x: x.reshape(n, *x.shape[2:])  # noqa: E731
+            count = m.update  # shared by every chunk: closed over, not mapped
+            stacked = jax.tree.map(split, m.replace(update=jnp.zeros((n,), count.dtype)))
+            outs, metrics = jax.lax.map(lambda c: batch(c[0].replace(update=count), c[1]), (stacked, jax.tree.map(split, hp)))
+            new_count = outs.update[0]
+            outs = jax.tree.map(merge, outs.replace(update=jnp.zeros((n // self.chunk, self.chunk), count.dtype)))
+            return outs.replace(update=new_count), jax.tree.map(merge, metrics)
+
+        if self.mesh is None:
+            new, metrics = local(shared, hparams)
+        else:
+            from jaxagents.population.mesh import shard_members
+
+            new, metrics = shard_members(local, self.mesh, shared, hparams, axes)
+        return new.replace(update=jnp.broadcast_to(new.update, (self.size,))), metrics
+
+    def update(self, state: PopulationState, hparams=None):
+        """One update of every member, then (at a ready point) PBT.
+        ``hparams`` is ignored: each member's own are in the state."""
+        members, metrics = self.update_members(state.members, state.hparams, state.update)
+        update = state.update + 1
+        fit = jnp.asarray(self.fitness_fn(metrics), jnp.float32)
+        seen = ~jnp.isnan(fit)
+        total = state.fitness_sum + jnp.where(seen, fit, 0.0)
+        count = state.fitness_count + seen
+        state = state.replace(members=members, fitness_sum=total, fitness_count=count, update=update)
+        ready = jnp.zeros((), bool)
+        if self.pbt is not None and self.size >= 2:
+            ready = update % self.pbt.interval == 0
+            state = jax.lax.cond(ready, self._ready, lambda s: s.replace(parents=jnp.arange(self.size, dtype=jnp.int32)), state)
+        metrics = dict(metrics)
+        metrics["fitness"] = fit
+        metrics["pbt/ready"] = jnp.broadcast_to(ready, (self.size,))
+        metrics["pbt/parent"] = jnp.where(ready, state.parents, jnp.arange(self.size, dtype=jnp.int32))
+        for name in self.space:
+            metrics[f"hparams/{name}"] = getattr(state.hparams, name)
+        return state, metrics
+
+    def _ready(self, state: PopulationState) -> PopulationState:
+        """Exploit and explore with the interval's mean fitness."""
+        interval_mean = state.fitness_sum / jnp.maximum(state.fitness_count, 1.0)
+        fitness = jnp.where(state.fitness_count > 0, interval_mean, state.fitness)
+        key, k = jax.random.split(state.key)
+        members, hparams, parents = pbt_lib.exploit_explore(k, fitness, state.members, state.hparams, self.space, self.pbt)
+        zeros = jnp.zeros_like(fitness)
+        return state.replace(members=members, hparams=hparams, parents=parents.astype(jnp.int32), fitness=fitness[parents],
+                             fitness_sum=zeros, fitness_count=zeros, key=key)
+
+    # ------------------------------------------------------------------ the rest of the interface
+    def evaluate(self, state: PopulationState, key: jax.Array) -> dict:
+        """Every member's ``learner.evaluate`` (metrics ``[P]``)."""
+        return jax.vmap(self.learner.evaluate)(state.members, jax.random.split(key, self.size))
+
+    def train(self, key: jax.Array, hparams=None):
+        state = self.init(key, hparams)
+        return jax.lax.scan(lambda s, _: self.update(s), state, None, self.num_updates)
+
+    __call__ = train
+
+    def best(self, state: PopulationState) -> jax.Array:
+        """``i32[]`` the member with the best fitness at the last ready point (NaN-safe);
+        without PBT, the best mean fitness measured so far."""
+        mean = state.fitness_sum / jnp.maximum(state.fitness_count, 1.0)
+        f = jnp.where(jnp.isnan(state.fitness), jnp.where(state.fitness_count > 0, mean, jnp.nan), state.fitness)
+        return pbt_lib.ranks(f)[0]
