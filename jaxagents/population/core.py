@@ -205,6 +205,30 @@ class Population:
         return state.replace(members=members, hparams=hparams, parents=parents.astype(jnp.int32), fitness=fitness[parents],
                              fitness_sum=zeros, fitness_count=zeros, key=key)
 
+    # ------------------------------------------------------------------ placement
+    def state_sharding(self):
+        """Where each leaf of a ``PopulationState`` lives: with a mesh, every
+        per-member leaf split over ``pop`` and the rest (key, counter) replicated;
+        None without one. Use as ``jit(..., out_shardings=...)`` so each process
+        creates only its own members."""
+        if self.mesh is None:
+            return None
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        shape = jax.eval_shape(self.init, jax.random.key(0))
+        member = lambda tree: jax.tree.map(lambda _: NamedSharding(self.mesh, P("pop")), tree)  # noqa: E731
+        rep = NamedSharding(self.mesh, P())
+        return PopulationState(
+            members=member(shape.members), hparams=member(shape.hparams), fitness=member(shape.fitness),
+            fitness_sum=member(shape.fitness_sum), fitness_count=member(shape.fitness_count),
+            parents=member(shape.parents), key=rep, update=rep,
+        )
+
+    def compile_init(self):
+        """``jit(init)`` placing the members on the mesh (or plain ``jit``)."""
+        return jax.jit(self.init, out_shardings=self.state_sharding())
+
     # ------------------------------------------------------------------ the rest of the interface
     def evaluate(self, state: PopulationState, key: jax.Array) -> dict:
         """Every member's ``learner.evaluate`` (metrics ``[P]``)."""
