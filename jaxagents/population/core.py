@@ -93,11 +93,14 @@ class Population:
         chunk: members updated together by one ``vmap`` on a device (default: all
             of the device's members); the device's members are updated ``chunk`` at a
             time by ``lax.map`` (less memory).
+        callback: optional host function ``callback(update, metrics)`` called once per
+            update with the population's metrics (``[P]`` each), e.g. a progress bar.
     """
 
     def __init__(self, learner: Learner, size: int, pbt: pbt_lib.PBTConfig | None = None, ranges: dict | None = None,
-                 mesh=None, chunk: int | None = None):
+                 mesh=None, chunk: int | None = None, callback=None):
         self.learner = learner
+        self.callback = callback
         self.size = check_positive_int("population size", size)
         self.pbt = pbt
         self.space = _ranges(learner, ranges)
@@ -193,6 +196,8 @@ class Population:
         metrics["pbt/parent"] = jnp.where(ready, state.parents, jnp.arange(self.size, dtype=jnp.int32))
         for name in self.space:
             metrics[f"hparams/{name}"] = getattr(state.hparams, name)
+        if self.callback is not None:
+            jax.debug.callback(self.callback, update, metrics)
         return state, metrics
 
     def _ready(self, state: PopulationState) -> PopulationState:
