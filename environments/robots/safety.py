@@ -86,15 +86,15 @@ def speed_bounds(pose: jax.Array, p: ArenaParams):
     dx, dy = x[:, None] - x[None], y[:, None] - y[None]  # c_i - c_j
     dist = r[:, None] + r[None] + p.body_margin
     h = jnp.maximum(dx * dx + dy * dy - dist**2, 0.0)
-    # coefficient of v_i in pair (i, j); 0 on the diagonal, which therefore binds nothing
-    lower, upper = _one_sided(2 * (dx * cs[:, None] + dy * sn[:, None]), -0.5 * p.body_gain * h)
-    lo, hi = jnp.max(lower, -1), jnp.min(upper, -1)
     # walls: h >= 0 inside, dh/dt = a v >= -gain h with a = +-cos, +-sin
     m = r + p.wall_margin
-    for a, hw in ((cs, x - (X_MIN + m)), (-cs, (X_MAX - m) - x), (sn, y - (Y_MIN + m)), (-sn, (Y_MAX - m) - y)):
-        lw, uw = _one_sided(a, -p.wall_gain * jnp.maximum(hw, 0.0))
-        lo, hi = jnp.maximum(lo, lw), jnp.minimum(hi, uw)
-    return jnp.minimum(lo, 0.0), jnp.maximum(hi, 0.0)
+    walls = jnp.stack([x - (X_MIN + m), (X_MAX - m) - x, y - (Y_MIN + m), (Y_MAX - m) - y], -1)
+    # one [N, N + 4] array of rows (pairs, then walls): a single pass of bounds and reductions
+    # (the coefficient of v_i in pair (i, j) is 0 on the diagonal, which therefore binds nothing)
+    a = jnp.concatenate([2 * (dx * cs[:, None] + dy * sn[:, None]), jnp.stack([cs, -cs, sn, -sn], -1)], -1)
+    budget = jnp.concatenate([-0.5 * p.body_gain * h, -p.wall_gain * jnp.maximum(walls, 0.0)], -1)
+    lower, upper = _one_sided(a, budget)
+    return jnp.minimum(jnp.max(lower, -1), 0.0), jnp.maximum(jnp.min(upper, -1), 0.0)
 
 
 def project_hexagon(z, c, k, lo, hi):
