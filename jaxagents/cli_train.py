@@ -8,6 +8,10 @@ import sys
 
 
 def cmd_train(args) -> int:
+    if args.distributed:  # before anything touches a device (see jaxagents.population.distributed)
+        from jaxagents.population import distributed
+
+        distributed.initialize()
     from jaxagents import runner
 
     try:
@@ -40,7 +44,7 @@ def cmd_eval(args) -> int:
 
     if not os.path.isfile(os.path.join(args.run_dir, "config.yaml")):
         raise ValueError(f"{args.run_dir!r} is not a run directory (no config.yaml)")
-    runner.evaluate(args.run_dir, seed=args.seed)
+    runner.evaluate(args.run_dir, seed=args.seed, member=args.member)
     return 0
 
 
@@ -58,9 +62,14 @@ def add_commands(sub) -> None:
     st.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last checkpoint")
     st.add_argument("--overwrite", action="store_true", help="delete the run already in --run-dir and start again")
     st.add_argument("--quiet", action="store_true", help="no progress bar or results table")
+    st.add_argument("--distributed", action="store_true",
+                    help="one of several processes (hosts of a pod, nodes of a cluster): calls jax.distributed.initialize, "
+                    "from JAXAGENTS_COORDINATOR / JAXAGENTS_NUM_PROCESSES / JAXAGENTS_PROCESS_ID or the cluster's own "
+                    "detection; every process runs the same command with the same --run-dir")
     st.set_defaults(func=cmd_train)
 
     se = sub.add_parser("eval", help="evaluate the latest checkpoint of a run")
     se.add_argument("run_dir", help="a run directory written by `jaxagents train`")
     se.add_argument("--seed", type=int, default=1, help="evaluation seed (default 1)")
+    se.add_argument("--member", default="all", help="a population run: all (default), best, or a member index")
     se.set_defaults(func=cmd_eval)

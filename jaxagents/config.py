@@ -8,6 +8,8 @@ default). What is checked here, with one-line errors that name the key:
   YAML 1.1 reads ``3e-4`` as a string, this loader reads it as a float;
 * unknown keys in any section (top level, ``env``, ``log``, ``train`` and its nested
   sections), with the allowed keys and the closest one;
+* the ``population`` section (optional) against ``PopulationConfig`` and its nested
+  ``pbt`` and ``mesh`` sections, then by ``PopulationConfig``'s own checks;
 * value types: the ``train`` section is checked against the fields of the learner's
   config dataclass (``SelfPlayConfig``, ``PPOConfig`` and the nested
   ``NetworkConfig``), looked up from the dataclass itself, so a regrouped config keeps
@@ -292,5 +294,23 @@ def validate(config: dict, default: dict) -> dict:
 
     train = _mapping("train", config["train"])
     config["train"] = check_dataclass("train", train, learner_config_class(config["learner"]))
+
+    if config.get("population") is not None:
+        from jaxagents.population.config import PopulationConfig
+
+        pop = check_dataclass("population", _mapping("population", config["population"]), PopulationConfig)
+        PopulationConfig(**pop)  # its own ranges and cross-field rules, before anything is written
+        config["population"] = _plain(pop)
     return config
+
+
+def _plain(value):
+    """Checked dataclass values back to plain YAML types (dicts, lists, numbers)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 

@@ -36,15 +36,20 @@ Config schema (every key optional; see ``DEFAULT``)::
     keep_checkpoints: 3
     log: {progress: true, tensorboard: false, wandb_project: null}
     train: {...}                    # PPOConfig / SelfPlayConfig fields
+    population: {size: 8, pbt: {...}, ranges: {...}, mesh: {...}}   # optional: see
+                                    # jaxagents.population.config (PBT, device mesh)
+
+A population run trains ``population.size`` members of the learner (``num_seeds``
+times over), checkpoints the whole population, logs the population's view of the
+metrics (mean over members, best and median fitness) to ``metrics.jsonl`` and the
+members' fitness, lineage and hyper-parameter schedules to ``population.jsonl``, and
+draws ``hparams.png`` / ``lineage.png`` (``jaxagents.population.report``).
 """
 
 from __future__ import annotations
 
-import datetime
-import inspect
 import json
 import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -52,12 +57,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import yaml
 
 from jaxagents import config as configs
 from jaxagents import tracking
 from jaxagents.checkpoint import Checkpointer
 from jaxagents.core.validate import check_bool, check_float, check_int
+from jaxagents.rundir import check_new_run_dir, default_run_dir, lay_out
+from jaxagents.rundir import primary as _primary
 
 # The embedded default, the first run a newcomer sees: Kuhn poker self-play with
 # role-conditioned advantages, the recipe of baselines/configs/selfplay_kuhn.yaml
@@ -73,6 +79,7 @@ DEFAULT: dict[str, Any] = {
     "checkpoint_every": 250,
     "keep_checkpoints": 3,
     "log": {"progress": True, "tensorboard": False, "wandb_project": None},
+    "population": None,  # a population: section (jaxagents.population.config) trains P members
     "train": {
         "ppo": {
             "num_envs": 1024,
@@ -188,6 +195,18 @@ def _env_param_values(params, overrides: dict) -> dict:
 
 
 def build(config: dict, callback=None):
+    """``config`` -> what the run trains: the learner, or, with a ``population``
+    section, a ``Population`` of it (both have ``init``/``update``/``evaluate``,
+    ``num_updates``). ``callback(update, metrics)`` is called once per update."""
+    if config.get("population") is None:
+        return build_learner(config, callback)
+    from jaxagents.population.config import PopulationConfig, build_population
+
+    cfg = PopulationConfig(**config["population"])
+    return build_population(cfg, build_learner(config), callback=callback)
+
+
+def build_learner(config: dict, callback=None):
     """``config`` -> the learner (``init``/``update``/``evaluate``, ``num_updates``)."""
     from jaxagents.learners import ppo, selfplay
 
@@ -205,71 +224,29 @@ def build(config: dict, callback=None):
 
 def _evaluate_states(learner, state, keys) -> dict:
     """The learner's evaluation of every seed's train state (leading axis: seeds)."""
-    evaluate = learner.evaluate
-    if "extra" in inspect.signature(evaluate).parameters:  # the learner interface before ``Learner``
-        evaluate = lambda s, k: learner.evaluate(s.params, k, extra=s.extra)  # noqa: E731
-    return jax.jit(jax.vmap(evaluate))(state, keys)
+    return jax.jit(jax.vmap(learner.evaluate))(state, keys)
 
 
-# ----------------------------------------------------------------------- run directories
+def _init_states(trainer, keys):
+    """Every seed's initial state; a population on a device mesh is created where it
+    lives (each process builds only its own members)."""
+    sharding = trainer.state_sharding(seed_axis=True) if _is_population(trainer) else None
+    return jax.jit(jax.vmap(trainer.init), out_shardings=sharding)(keys)
 
 
-def default_run_dir(config: dict) -> str:
-    """``runs/<learner>-<env>-<time>`` (``-2``, ``-3``... when that exists already)."""
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    env_id = config["env"]["id"].replace(":", "-").replace("/", "-")
-    base = os.path.join("runs", f"{config['learner']}-{env_id}-{stamp}")
-    path, i = base, 1
-    while os.path.exists(path):
-        i += 1
-        path = f"{base}-{i}"
-    return path
+def _is_population(trainer) -> bool:
+    from jaxagents.population import Population
+
+    return isinstance(trainer, Population)
 
 
-def _is_run_dir(path: str) -> bool:
-    return any(os.path.exists(os.path.join(path, f)) for f in ("config.yaml", "metrics.jsonl", "checkpoints"))
+def _rows(trainer, metrics: dict, S: int) -> tuple[list[dict], list[dict]]:
+    """A segment's metrics as ``metrics.jsonl`` rows (and population rows)."""
+    if _is_population(trainer):
+        from jaxagents.population import report
 
-
-def _writable_ancestor(path: str) -> str | None:
-    """The nearest existing directory at or above ``path`` if it is not writable."""
-    p = os.path.abspath(path)
-    while not os.path.exists(p):
-        p = os.path.dirname(p)
-    return None if os.access(p, os.W_OK) else p
-
-
-def check_new_run_dir(run_dir: str, overwrite: bool = False) -> None:
-    """Raise unless a new run may be written to ``run_dir`` (nothing is written)."""
-    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
-        raise ValueError(f"run directory {run_dir!r} is a file, not a directory: choose another --run-dir")
-    if os.path.isdir(run_dir) and os.listdir(run_dir):
-        if not overwrite:
-            what = "holds a run" if _is_run_dir(run_dir) else "is not empty"
-            raise ValueError(
-                f"run directory {run_dir!r} {what}: continue it with `jaxagents train --resume {run_dir}`, "
-                f"choose another --run-dir, or pass --overwrite to delete it and start again"
-            )
-        if not _is_run_dir(run_dir):
-            raise ValueError(f"--overwrite deletes only a run directory (one with config.yaml); {run_dir!r} holds other files")
-    bad = _writable_ancestor(run_dir)
-    if bad is not None:
-        raise ValueError(f"cannot write run directory {run_dir!r}: {bad!r} is not writable")
-
-
-def _lay_out(run_dir: str, config: dict, overwrite: bool) -> None:
-    """Create the run directory (emptied first with ``overwrite``) and its config.yaml."""
-    try:
-        if overwrite and os.path.isdir(run_dir):
-            shutil.rmtree(run_dir)
-        os.makedirs(run_dir, exist_ok=True)
-        tracking.atomic_write(os.path.join(run_dir, "config.yaml"), yaml.safe_dump(config, sort_keys=False))
-    except OSError as e:
-        raise ValueError(f"cannot write run directory {run_dir!r}: {e.strerror or e}") from None
-
-
-def _primary() -> bool:
-    """Whether this process writes the run's logs, tables and plots (process 0)."""
-    return jax.process_index() == 0
+        return report.metrics_rows(metrics, S)
+    return tracking.rows_from_metrics(metrics, S), []
 
 
 # ----------------------------------------------------------------------- running
@@ -291,6 +268,14 @@ class _Progress:
             self.bar = tqdm(total=self.total, unit="upd", dynamic_ncols=True)
         u = int(np.max(np.asarray(update)))
         self.bar.n = max(self.bar.n, u)
+        if "fitness" in metrics:  # a population: its best and median member
+            f = np.asarray(metrics["fitness"], np.float64)
+            if np.isfinite(f).any():
+                self.best, self.median = float(np.nanmax(f)), float(np.nanmedian(f))
+            if getattr(self, "best", None) is not None:
+                self.bar.set_postfix({"best": f"{self.best:.4g}", "median": f"{self.median:.4g}"}, refresh=False)
+            self.bar.refresh()
+            return
         shown = {k.split("/", 1)[-1][:14]: float(np.nanmean(np.asarray(v))) for k, v in metrics.items() if k.startswith("episode_return/")}
         self.bar.set_postfix({k: f"{v:.3g}" for k, v in list(shown.items())[:3]}, refresh=False)
         self.bar.refresh()
@@ -318,6 +303,8 @@ def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
     metrics = {k: v for k, v in _evaluate_states(learner, state0, keys).items() if k in logged}
     if not metrics:
         return []
+    if _is_population(learner):  # [S, P]: the population's mean, as in its later rows
+        metrics = {k: np.nanmean(np.asarray(v, np.float64), axis=-1) for k, v in metrics.items()}
     zeros = np.zeros((S, 1))
     return tracking.rows_from_metrics({"update": zeros, "env_steps": zeros, **metrics}, S)
 
@@ -385,14 +372,14 @@ def run(
     if primary:
         tracking.check_sinks(config["log"])
     if not resume and primary:
-        _lay_out(run_dir, config, overwrite)
+        lay_out(run_dir, config, overwrite)
     U = learner.num_updates
     progress.total = U
     every = config["checkpoint_every"] or U
     keys = jax.random.split(jax.random.key(config["seed"]), S)
 
     t0 = time.perf_counter()
-    state = jax.jit(jax.vmap(learner.init))(keys)
+    state = _init_states(learner, keys)
     ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
     results_path = os.path.join(run_dir, "results.json")
@@ -415,10 +402,15 @@ def run(
         if not quiet and primary:
             print(format_results(results))
         return results
-    sinks = []
+    sinks, members_sink = [], None
     if primary:
         tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
         sinks = tracking.make_sinks(config["log"], run_dir, config)
+        if _is_population(learner):
+            from jaxagents.population import report
+
+            members_sink = tracking.JsonlSink(os.path.join(run_dir, report.POPULATION_FILE))
+            members_sink.truncate_after(done if restored is not None else -1)
 
     compiled = {}  # segment length -> compiled program (at most two lengths)
     compile_s, train_s, trained_steps = 0.0, 0.0, 0
@@ -447,12 +439,14 @@ def run(
             jax.block_until_ready(metrics)
             train_s += time.perf_counter() - ts
             done = int(np.asarray(state.update)[0])
-            rows = tracking.rows_from_metrics(metrics, S)
+            rows, member_rows = _rows(learner, metrics, S)
             if rows and rows[-1]["update"]:
                 trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
             for s in sinks:
                 s.write(rows)
-            diverged = _divergence(rows, state.params)
+            if members_sink is not None:
+                members_sink.write(member_rows)
+            diverged = _divergence(rows, state.members.params if _is_population(learner) else state.params)
             if diverged:
                 break
             ckpt.save(done, state, config, {"update": done, **{k: v for k, v in rows[-1].items() if not k.endswith("@seeds")}})
@@ -496,6 +490,14 @@ def run(
     results["env_steps"] = rows[-1]["env_steps"] if rows else 0
     results["start"] = {k: v for k, v in rows[0].items() if k.startswith("eval/") and not k.endswith("@seeds")} if rows and rows[0]["update"] == 0 else {}
     results["final"] = _final(rows)
+    if _is_population(learner):
+        from jaxagents.population import report
+
+        prow = report.read(run_dir)
+        table, best = report.members_table(prow)
+        report.write_summary(run_dir, table, best)
+        results["population"] = {"size": learner.size, "best": best, "members": table,
+                                 "plots": report.plot(prow, run_dir), "pbt": learner.pbt is not None}
     tracking.atomic_write(results_path, json.dumps(results, indent=2))
     if not quiet:
         print(format_results(results))
@@ -540,8 +542,16 @@ def format_results(results: dict) -> str:
             f"{results['final']['eval/exploitability']:.4f}"
             + (f" (parameter average {results['final']['eval/average/exploitability']:.4f})" if "eval/average/exploitability" in results["final"] else "")
         )
+    pop = results.get("population")
+    if pop:
+        from jaxagents.population.report import format_members
+
+        lines.append(f"\npopulation of {pop['size']} ({'PBT' if pop['pbt'] else 'no PBT'}), seed 0, last measured fitness:")
+        lines.append(format_members(pop["members"], pop["best"]))
     if results.get("plot"):
         lines.append(f"\nlearning curves: {results['plot']}")
+    for path in (pop or {}).get("plots", []):
+        lines.append(f"population: {path}")
     return "\n".join(lines)
 
 
@@ -554,7 +564,7 @@ def restore(run_dir: str):
     if not os.path.isdir(directory) or not any(p.isdigit() for p in os.listdir(directory)):
         raise ValueError(f"run {run_dir!r} has no checkpoint yet (one is written every checkpoint_every updates)")
     learner = build(config)
-    like = jax.jit(jax.vmap(learner.init))(jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
+    like = _init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
     ckpt = Checkpointer(directory, max_to_keep=None, create=False)
     try:
         state, step, skipped = ckpt.restore_newest(like, move_aside=False)
@@ -565,16 +575,40 @@ def restore(run_dir: str):
     return config, learner, state, step
 
 
-def evaluate(run_dir: str, seed: int = 1, quiet: bool = False) -> dict:
+def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str = "all") -> dict:
     """Evaluate the newest checkpoint of a run (the learner's ``evaluate``: scripted
     opponents and exploitability for self-play -- and for its parameter average, when
-    the run keeps one --, fresh-episode returns for PPO)."""
+    the run keeps one --, fresh-episode returns for PPO). For a population,
+    ``member`` is ``"all"`` (every member: the metrics per member, and their mean),
+    ``"best"`` (the member with the best fitness at the checkpoint) or a member index."""
     config, learner, state, step = restore(run_dir)
     S = config["num_seeds"]
     metrics = _evaluate_states(learner, state, jax.random.split(jax.random.key(seed), S))
-    out = {k: float(np.mean(np.asarray(v))) for k, v in metrics.items()}
+    per_member = None
+    if _is_population(learner):
+        arrays = {k: np.asarray(v, np.float64).reshape(S, -1) for k, v in metrics.items()}  # [S, P]
+        if member == "all":
+            per_member = {k: np.mean(a, 0).tolist() for k, a in arrays.items()}
+            out = {k: float(np.mean(a)) for k, a in arrays.items()}
+        else:
+            if member == "best":
+                idx = np.asarray(jax.jit(jax.vmap(learner.best))(state))  # per seed
+            else:
+                i = check_int("--member", int(member) if str(member).isdigit() else member, low=0, high=learner.size - 1)
+                idx = np.full(S, i)
+            out = {k: float(np.mean(a[np.arange(S), idx])) for k, a in arrays.items()}
+            per_member = {"member": idx.tolist()}
+    else:
+        out = {k: float(np.mean(np.asarray(v))) for k, v in metrics.items()}
     if not quiet:
-        print(f"run {run_dir}, checkpoint at update {step}, {S} seed(s)")
+        what = f", member {member}" if per_member is not None and member != "all" else ""
+        print(f"run {run_dir}, checkpoint at update {step}, {S} seed(s){what}")
         for k, v in out.items():
-            print(f"{k:<40} {v:>10.4f}")
-    return {"update": step, **out}
+            extra = ""
+            if per_member is not None and member == "all":
+                extra = "   members: " + " ".join(f"{x:.4g}" for x in per_member[k])
+            print(f"{k:<40} {v:>10.4f}{extra}")
+    result = {"update": step, **out}
+    if per_member is not None:
+        result["members"] = per_member
+    return result

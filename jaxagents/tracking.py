@@ -199,6 +199,8 @@ def panel_of(name: str) -> str | None:
     None for metrics not plotted (losses, diagnostics)."""
     if name.startswith("episode_return/"):
         return "episode return (training)"
+    if name in ("fitness/best", "fitness/median"):
+        return "population fitness"
     if not name.startswith("eval/"):
         return None
     if "exploitability" in name:
@@ -211,7 +213,7 @@ def panel_of(name: str) -> str | None:
     return "other evaluations"
 
 
-_PANEL_ORDER = ("exploitability", "win / loss rate (evaluation)", "return (evaluation)", "episode return (training)", "other evaluations")
+_PANEL_ORDER = ("population fitness", "exploitability", "win / loss rate (evaluation)", "return (evaluation)", "episode return (training)", "other evaluations")
 
 
 def _series(rows: list[dict], key: str):

@@ -302,7 +302,7 @@ def test_overwrite_starts_clean(tmp_path):
     (d / "curve.png").write_bytes(b"old")
     cfg = runner.prepare({"seed": 3})
     runner.check_new_run_dir(str(d), overwrite=True)
-    runner._lay_out(str(d), cfg, overwrite=True)
+    runner.lay_out(str(d), cfg, overwrite=True)
     assert sorted(os.listdir(d)) == ["config.yaml"]
     assert yaml.safe_load((d / "config.yaml").read_text())["seed"] == 3
 

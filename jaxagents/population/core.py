@@ -11,7 +11,9 @@ itself driven like one::
 
 Members are updated by ``vmap(learner.update)`` -- on one device, or, given a device
 ``mesh`` with a ``pop`` axis, by ``shard_map`` of that ``vmap`` over the devices, each
-device updating its own members (``jaxagents.population.mesh``). The members' update
+device updating its own members (``jaxagents.population.mesh``); a learner built
+with a data axis (``make_train(..., data_axis="data", data_shards=D)``) also splits
+each member's environments over the mesh's ``data`` axis of D devices. The members' update
 counter is one shared scalar (they advance in lockstep), so a learner's ``lax.cond``
 on it -- evaluate every K updates -- stays a branch instead of becoming a select.
 
@@ -22,7 +24,7 @@ a member measured nowhere in the interval keeps its last fitness), then exploit 
 explore. Each update's metrics carry the population's bookkeeping: ``fitness`` [P]
 (NaN where not measured), ``pbt/ready`` and ``pbt/parent`` [P] (each member's
 parent at a ready point, itself otherwise: the lineage), and ``hparams/NAME`` [P]
-(the hyper-parameter schedules).
+(the schedules of the hyper-parameters that vary: drawn per member or explored).
 """
 
 from __future__ import annotations
@@ -109,12 +111,18 @@ class Population:
             unknown = sorted(set(pbt.hparams) - set(self.space))
             if unknown:
                 raise ValueError(f"pbt.hparams: unknown hyper-parameters {unknown}; the learner's are {sorted(self.space)}")
+        # the hyper-parameters that differ between members or over time: the schedules
+        self.varied = tuple(dict.fromkeys((*self.sampled, *(pbt.hparams if pbt is not None else ()))))
         self.fitness_fn = learner.fitness if pbt is None or pbt.fitness is None else Fitness((pbt.fitness,), pbt.fitness_sign)
         self.mesh = mesh
+        self.data_axis = getattr(learner, "data_axis", None)  # a data-parallel learner's mesh axis
         if mesh is not None:
             from jaxagents.population.mesh import check_mesh
 
-            check_mesh(mesh, self.size)
+            check_mesh(mesh, self.size, self.data_axis, getattr(learner, "data_shards", 1))
+        elif self.data_axis is not None:
+            raise ValueError(f"the learner splits its environments over mesh axis {self.data_axis!r}: give the population a mesh "
+                             f"(make_mesh(data={learner.data_shards}))")
         self.num_updates = learner.num_updates
         local = self.size // (1 if mesh is None else mesh.shape["pop"])
         self.chunk = local if chunk is None else check_positive_int("population chunk", chunk)
@@ -173,7 +181,7 @@ class Population:
         else:
             from jaxagents.population.mesh import shard_members
 
-            new, metrics = shard_members(local, self.mesh, shared, hparams, axes)
+            new, metrics = shard_members(local, self.mesh, shared, hparams, axes, self.data_axis)
         return new.replace(update=jnp.broadcast_to(new.update, (self.size,))), metrics
 
     def update(self, state: PopulationState, hparams=None):
@@ -194,7 +202,7 @@ class Population:
         metrics["fitness"] = fit
         metrics["pbt/ready"] = jnp.broadcast_to(ready, (self.size,))
         metrics["pbt/parent"] = jnp.where(ready, state.parents, jnp.arange(self.size, dtype=jnp.int32))
-        for name in self.space:
+        for name in self.varied:
             metrics[f"hparams/{name}"] = getattr(state.hparams, name)
         if self.callback is not None:
             jax.debug.callback(self.callback, update, metrics)
@@ -211,21 +219,27 @@ class Population:
                              fitness_sum=zeros, fitness_count=zeros, key=key)
 
     # ------------------------------------------------------------------ placement
-    def state_sharding(self):
+    def state_sharding(self, seed_axis: bool = False):
         """Where each leaf of a ``PopulationState`` lives: with a mesh, every
         per-member leaf split over ``pop`` and the rest (key, counter) replicated;
-        None without one. Use as ``jit(..., out_shardings=...)`` so each process
-        creates only its own members."""
+        None without one. ``seed_axis``: the states of several seeds stacked in front
+        (the runner's ``vmap`` over seeds). Use as ``jit(..., out_shardings=...)`` so
+        each process creates only its own members."""
         if self.mesh is None:
             return None
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
         shape = jax.eval_shape(self.init, jax.random.key(0))
-        member = lambda tree: jax.tree.map(lambda _: NamedSharding(self.mesh, P("pop")), tree)  # noqa: E731
+        lead = (None,) if seed_axis else ()
+        member = lambda tree: jax.tree.map(lambda _: NamedSharding(self.mesh, P(*lead, "pop")), tree)  # noqa: E731
         rep = NamedSharding(self.mesh, P())
+        from jaxagents.population.mesh import member_specs
+
+        specs = member_specs(shape.members, data_axis=self.data_axis, lead=lead)  # a member's env leaves also over data
+        members = jax.tree.map(lambda s: NamedSharding(self.mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
         return PopulationState(
-            members=member(shape.members), hparams=member(shape.hparams), fitness=member(shape.fitness),
+            members=members, hparams=member(shape.hparams), fitness=member(shape.fitness),
             fitness_sum=member(shape.fitness_sum), fitness_count=member(shape.fitness_count),
             parents=member(shape.parents), key=rep, update=rep,
         )

@@ -1,0 +1,90 @@
+"""The ``population:`` section of a run config, and building a ``Population`` from it.
+
+::
+
+    population:
+      size: 8                      # members P
+      ranges: {lr: [1.0e-4, 1.0e-2], ent_coef: [0.0, 0.05]}   # drawn per member (scale: the learner's)
+      pbt:                         # null: no PBT (independent members, e.g. a sweep)
+        interval: 20               # updates between ready points
+        fraction: 0.25             # bottom quarter copies the top quarter
+        hparams: [lr, ent_coef]    # what explore perturbs (x0.8 / x1.2) or resamples
+        resample_prob: 0.25
+        fitness: null              # a metric name; null: the learner's default fitness
+        fitness_sign: 1            # -1 when lower is better (eval/exploitability)
+      mesh: {pop: null}            # devices along the member axis; null: all devices present
+      chunk: null                  # members vmapped together per device (default: all)
+
+``ranges`` default to the ``pbt.hparams`` over the learner's own ranges
+(``learner.hparam_space``), so ``population: {size: 8, pbt: {}}`` is a complete PBT
+setup on the learning rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxagents.core.validate import check_positive_int
+from jaxagents.population.pbt import PBTConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshConfig:
+    """``pop``: devices along the member axis (None: every device present)."""
+
+    pop: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "pop", check_positive_int("population.mesh.pop", self.pop, none_ok=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationConfig:
+    size: int = 8
+    pbt: PBTConfig | None = None
+    ranges: dict | None = None
+    mesh: MeshConfig = MeshConfig()
+    chunk: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "size", check_positive_int("population.size", self.size))
+        if isinstance(self.pbt, dict):
+            object.__setattr__(self, "pbt", _prefixed(PBTConfig, self.pbt))
+        if isinstance(self.mesh, dict):
+            object.__setattr__(self, "mesh", MeshConfig(**self.mesh))
+        if self.mesh is None:
+            object.__setattr__(self, "mesh", MeshConfig())
+        object.__setattr__(self, "chunk", check_positive_int("population.chunk", self.chunk, none_ok=True))
+        ranges = dict(self.ranges or {})
+        if self.pbt is not None and not ranges:
+            ranges = None  # filled from the learner's hparam_space in build_population
+        object.__setattr__(self, "ranges", ranges)
+
+
+def _prefixed(cls, values: dict):
+    """``cls(**values)`` with the config's own errors named ``population.pbt...``."""
+    try:
+        return cls(**values)
+    except ValueError as e:
+        raise ValueError(f"population.{e}" if str(e).startswith("pbt.") else str(e)) from None
+
+
+def build_population(cfg: PopulationConfig, learner, callback=None):
+    """The ``Population`` of ``learner`` that ``cfg`` describes, on a mesh over the
+    devices present (or ``cfg.mesh.pop`` of them)."""
+    import jax
+
+    from jaxagents.population.core import Population
+    from jaxagents.population.mesh import make_mesh
+
+    ranges = cfg.ranges
+    if ranges is None and cfg.pbt is not None:  # explore the PBT hparams over the learner's ranges
+        ranges = {n: (learner.hparam_space[n].low, learner.hparam_space[n].high) for n in cfg.pbt.hparams if n in learner.hparam_space}
+    devices = cfg.mesh.pop if cfg.mesh.pop is not None else _largest_divisor(cfg.size, len(jax.devices()))
+    mesh = make_mesh(devices) if devices > 1 or cfg.mesh.pop is not None else None
+    return Population(learner, cfg.size, cfg.pbt, ranges=ranges, mesh=mesh, chunk=cfg.chunk, callback=callback)
+
+
+def _largest_divisor(size: int, devices: int) -> int:
+    """The most devices (at most ``devices``) that split ``size`` members evenly."""
+    return max(d for d in range(1, devices + 1) if size % d == 0)
