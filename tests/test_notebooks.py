@@ -8,9 +8,14 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+# compiled populations on 4 fake devices: about 1.5 CPU-minutes even small, so with the
+# slow checks (CI runs them after the default suite)
+SLOW = {"populations"}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS]
+)
 def test_notebook_runs(path, tmp_path, monkeypatch):
     nb = nbformat.read(path, as_version=4)
     # Notebooks read JAXAGENTS_SMALL to shrink their budgets under test.
