@@ -6,7 +6,8 @@ Modules:
   limits, noise, gains), unicycle kinematics with wheel-speed limits, start positions;
 * ``controller.py``: discrete waypoint actions, the position controller, continuous ``(v, w)``;
 * ``safety.py``: the control-barrier-function safety filter (a vectorised QP over all
-  robot pairs, plus an exact body/wall guard) and its residual;
+  robot pairs, plus an exact body/wall guard) and its residual; JaxRobotarium's robust
+  barrier (``barrier="robust"``: disturbance hull, solved to a tolerance) as an option;
 * ``arena_sim.py``: one environment step = ``ticks_per_step`` ticks in a ``lax.scan``,
   filtered per tick or once per step with zero-order hold;
 * ``scenario.py``: ``RobotScenario``, the base class of the scenarios;
