@@ -94,12 +94,19 @@ class Agents:
         log_std = params["params"].get("log_std") if not isinstance(space, Discrete) else None
         return distribution(space, actor_out, log_std, mask if isinstance(space, Discrete) else None)
 
-    def act(self, params, role, hidden, obs, critic_in, reset, mask, key):
+    def act(self, params, role, hidden, obs, critic_in, reset, mask, key, per_env_keys: bool = False):
         """One step for all envs and agents of ``role``: ``obs[E, n, ...]`` ->
-        ``(hidden, action[E, n, ...], log_prob[E, n], value[E, n], actor_out)``."""
+        ``(hidden, action[E, n, ...], log_prob[E, n], value[E, n], actor_out)``.
+        ``key``: one key for the batch, or with ``per_env_keys`` a key per environment
+        (``[E]``), so each environment's actions depend on its own key only (data-
+        parallel rollouts draw the same actions however the batch is split)."""
         hidden, out, value = self.apply(params, role, hidden, obs[None], critic_in[None], reset[None])
         dist = self.distribution(params, role, out[0], mask)
-        action = dist.sample(seed=key)
+        if per_env_keys:
+            sample = lambda o, m, k: self.distribution(params, role, o, m).sample(seed=k)  # noqa: E731
+            action = jax.vmap(sample)(out[0], mask, key)
+        else:
+            action = dist.sample(seed=key)
         return hidden, action, dist.log_prob(action), value[0], out[0]
 
     def logits_fn(self, params, role):

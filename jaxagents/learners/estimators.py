@@ -15,6 +15,13 @@ estimators of ``jaxagents.advantages``, applied per role with the sample masks.
 
 Critic-free estimators use only samples whose episode ended inside the rollout
 (their return is exact); the rest get weight 0.
+
+With ``axis_name`` (a data-parallel learner's device axis) the batch statistics are
+global: ``batch``/``role`` normalisation and the RAE table update ``psum`` their
+counts and sums over the axis, so every device computes the same statistics and the
+same table. GRPO/GiGPO groups stay on each device: a group is formed from the
+device's own finished episodes (groups by start-state hash would need a gather of
+every device's hashes), so with several devices the groups are smaller than on one.
 """
 
 from __future__ import annotations

@@ -113,6 +113,11 @@ class Learner:
         env: the environment as the user passed it; ``env_params`` its params.
         num_updates: the updates of a full run (``train`` scans this many).
         agents: the learner's networks (``init(key) -> params``, ``logits_fn``...).
+        data_axis, data_shards: a data-parallel learner's mesh axis and its number
+            of devices: ``update`` then runs inside a ``shard_map`` over that axis,
+            each device stepping ``1 / data_shards`` of the environments (the train
+            state's ``env`` leaves, split on their environment axis); None and 1 for
+            a one-device learner.
     """
 
     init: Callable[..., Any]
@@ -126,6 +131,8 @@ class Learner:
     env_params: Any
     num_updates: int
     agents: Any = None
+    data_axis: str | None = None
+    data_shards: int = 1
 
     def __post_init__(self):
         fields = set(getattr(self.default_hparams, "__dataclass_fields__", {}))

@@ -23,6 +23,23 @@ own discount (myopic followers whose actions only change their current reward).
 checkpoint between segments), ``evaluate(state, key)``; ``learner(key)`` is exactly
 ``init`` followed by ``num_updates`` updates. Other learners extend this one through
 an ``Extension`` (self-play's opponent pool, parameter average and evaluation).
+
+Data parallelism (the Anakin pattern): ``make_train(..., data_axis="data",
+data_shards=D)`` builds a learner whose ``update`` runs inside a ``shard_map`` over
+the mesh axis ``data_axis`` of D devices (``jaxagents.population`` does it: a
+``Population`` with a ``make_mesh(data=D)`` mesh). ``init`` builds all ``num_envs``
+environments; ``TrainState.env`` is split over the axis on its environment axis and
+each device steps its ``num_envs / D``; everything else in the train state is
+replicated. Every random draw of an environment is keyed by its global index
+(``rollout`` module docstring), so trajectories do not depend on D; every
+cross-sample statistic is reduced over the axis: gradients and loss metrics
+(``update`` module docstring), batch/role normalisation and the RAE table
+(``estimators.compute``), episode metrics. The result equals one device's run to
+float rounding (summation order), so D=1 with a data axis is the reference for any
+D. Shard-local, documented exceptions: with ``num_minibatches > 1`` each device
+shuffles its own samples, and GRPO/GiGPO groups are formed from each device's own
+episodes (a group never spans devices). Without ``data_axis`` (the default) the
+program is the single-device one, unchanged.
 """
 
 from __future__ import annotations
@@ -163,19 +180,21 @@ def role_index(env) -> tuple[dict, int]:
     return {r: jnp.full((role.num_agents,), i, jnp.int32) for i, (r, role) in enumerate(env.roles.items())}, len(env.roles)
 
 
-def episode_metrics(traj: dict, slot_names: dict | None = None) -> dict:
+def episode_metrics(traj: dict, slot_names: dict | None = None, axis_name=None) -> dict:
     """Mean return of the episodes that finished in this rollout, per role -- or per
     name in ``slot_names[role]`` (one name per agent slot; self-play names the merged
-    slots after the original roles, whose returns would otherwise average to 0)."""
+    slots after the original roles, whose returns would otherwise average to 0).
+    With ``axis_name`` the sums and counts are ``psum``ed over the data axis."""
+    total = (lambda x: x) if axis_name is None else (lambda x: jax.lax.psum(x, axis_name))  # noqa: E731
     m = {}
     for role, tr in traj.items():
         done = (tr.terminated | tr.truncated)[..., 0]  # [T, E]
-        n = jnp.sum(done)
+        n = total(jnp.sum(done))
         names = (slot_names or {}).get(role)
         groups = {role: slice(None)} if names is None else {k: [i for i, x in enumerate(names) if x == k] for k in dict.fromkeys(names)}
         for name, idx in groups.items():
             ret = tr.episode_return[..., idx].mean(-1)
-            m[f"episode_return/{name}"] = jnp.sum(jnp.where(done, ret, 0.0)) / jnp.maximum(n, 1)
+            m[f"episode_return/{name}"] = total(jnp.sum(jnp.where(done, ret, 0.0))) / jnp.maximum(n, 1)
         m["episodes"] = n
     return m
 
@@ -192,9 +211,11 @@ class Extension:
             name (self-play names merged slots after their original roles).
         init_extra: ``(params, key) -> extra``, the learner's own part of the train
             state (``TrainState.extra``).
-        opponents: ``(state, key) -> (opp_params, learner) | None``, who plays the
-            slots the learner does not control in this update's rollout (see
-            ``rollout.collect``).
+        opponents: ``(state, key, env_ids) -> (opp_params, learner) | None``, who
+            plays the slots the learner does not control in this update's rollout
+            (see ``rollout.collect``); ``env_ids`` is None, or with a data axis the
+            global indices ``i32[E / D]`` of this device's environments (draw each
+            environment's opponent from ``fold_in(key, env_id)``).
         after_update: ``(state, traj) -> (state, metrics)``, after the gradient
             steps: update ``extra``, evaluate.
         evaluate: ``(state, key) -> metrics``, replaces the default evaluation
@@ -212,22 +233,40 @@ class Extension:
     fitness: Fitness | None = None
 
 
-def _check_minibatches(cfg: PPOConfig, env) -> None:
-    """Each role's batch (steps x envs x agent slots trained) must split evenly."""
+def _check_minibatches(cfg: PPOConfig, env, data_shards: int = 1) -> None:
+    """Each role's batch (steps x envs x agent slots trained) must split evenly --
+    each device's batch with ``data_shards`` devices."""
+    envs = cfg.num_envs // data_shards
+    per_device = "" if data_shards == 1 else f" / data_shards={data_shards}"
     if cfg.network.recurrent:
-        return  # whole environments per minibatch: checked by PPOConfig
+        if envs % cfg.num_minibatches:  # whole environments per minibatch
+            raise ValueError(f"recurrent training splits each device's environments into minibatches: num_envs={cfg.num_envs}"
+                             f"{per_device} = {envs} must be divisible by num_minibatches={cfg.num_minibatches}")
+        return
     for r, role in env.roles.items():
         n = role.num_agents if cfg.agents_per_update is None else min(role.num_agents, cfg.agents_per_update)
-        size = cfg.num_steps * cfg.num_envs * n
+        size = cfg.num_steps * envs * n
         if size % cfg.num_minibatches:
             raise ValueError(
                 f"num_minibatches={cfg.num_minibatches} must divide role {r!r}'s batch of "
-                f"num_steps * num_envs * agents = {cfg.num_steps} * {cfg.num_envs} * {n} = {size} samples"
+                f"num_steps * num_envs{per_device} * agents = {cfg.num_steps} * {envs} * {n} = {size} samples"
             )
 
 
+def check_data_shards(num_envs: int, data_axis: str | None, data_shards) -> int:
+    """The number of devices one learner's environments are split over (one-line errors)."""
+    data_shards = check_positive_int("data_shards", data_shards)
+    if data_axis is not None and not isinstance(data_axis, str):
+        raise ValueError(f"data_axis must be the name of a mesh axis (e.g. 'data') or None, got {data_axis!r}")
+    if data_shards > 1 and data_axis is None:
+        raise ValueError(f"data_shards={data_shards} needs data_axis, the mesh axis the environments are split over (e.g. 'data')")
+    if num_envs % data_shards:
+        raise ValueError(f"data_shards={data_shards} must divide num_envs={num_envs} (each device runs num_envs / data_shards environments)")
+    return data_shards
+
+
 def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | None = None,
-               extension: Extension | None = None) -> Learner:
+               extension: Extension | None = None, data_axis: str | None = None, data_shards: int = 1) -> Learner:
     """Build the learner (``jaxagents.learners.interface.Learner``).
 
     Args:
@@ -237,6 +276,9 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         callback: optional host function ``callback(update_index, metrics)`` called
             once per update through ``jax.debug.callback`` (progress bars, log sinks).
         extension: how another learner extends this one (``Extension``).
+        data_axis, data_shards: split the environments over ``data_shards`` devices
+            of the mesh axis ``data_axis`` (see the module docstring); ``update`` must
+            then run inside a ``shard_map`` over that axis. Default: one device.
 
     ``learner.train(key)`` returns metrics stacked over updates: ``{name: f32[num_updates]}``.
     """
@@ -255,16 +297,23 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         unknown = sorted(set(dict(getattr(cfg, name))) - set(env.roles))
         if unknown:
             raise ValueError(f"{name}: unknown roles {unknown}; the environment's roles are {sorted(env.roles)}")
-    _check_minibatches(cfg, env)
+    data_shards = check_data_shards(cfg.num_envs, data_axis, data_shards)
+    _check_minibatches(cfg, env, data_shards)
+    local_envs = cfg.num_envs // data_shards
     num_steps, num_updates, advantage = cfg.num_steps, cfg.num_updates, cfg.advantage
     role_gamma, role_lr_scale, role_start = dict(cfg.role_gamma), dict(cfg.role_lr_scale), dict(cfg.role_start_update)
     estimator = dict(role_gamma=role_gamma, rae_alpha=cfg.rae_alpha, gigpo_omega=cfg.gigpo_omega,
                      normalize=cfg.normalize if cfg.normalize in ("batch", "role") else None)
     epochs = dict(update_epochs=cfg.update_epochs, num_minibatches=cfg.num_minibatches, optimizer=cfg.optimizer,
                   clip_per_stream=cfg.clip_per_stream, normalize_minibatch=cfg.normalize == "minibatch",
-                  value_loss=estimators.uses_critic(advantage))
+                  value_loss=estimators.uses_critic(advantage), axis_name=data_axis)
 
     vec = VecEnv(env, cfg.num_envs, reset_budget=cfg.reset_budget, final_obs=bootstrap)
+    vec_init, init_ids = vec, None
+    if data_axis is not None:  # init builds every environment; a device steps its own
+        budget = None if cfg.reset_budget is None else min(cfg.reset_budget, local_envs)
+        vec = VecEnv(env, local_envs, reset_budget=budget, final_obs=bootstrap)
+        init_ids = jnp.arange(cfg.num_envs)
     agents = ext.agents or Agents(env, cfg.network, central_critic=central)
     role_ids, num_role_ids = ext.role_ids or role_index(env)
     steps_per_update = cfg.num_envs * num_steps
@@ -289,22 +338,26 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         params = agents.init(k_params)
         tx = make_optimizer(hp, 1.0, cfg.optimizer, cfg.clip_per_stream)
         opt_state = {r: tx.init(p) for r, p in params.items()}
-        carry = init_carry(agents, vec, k_env, env_params)
+        carry = init_carry(agents, vec_init, k_env, env_params, init_ids)
         extra = ext.init_extra(params, key) if ext.init_extra else None
         return TrainState(params, opt_state, carry, key, jnp.zeros((), jnp.int32), jnp.zeros((1, num_role_ids)), extra)
 
     def update(state: TrainState, hparams: HParams | None = None):
         hp = HParams.from_config(cfg) if hparams is None else hparams
         key, k_roll, k_opp, k_upd = jax.random.split(state.key, 4)
-        opponents = ext.opponents(state, k_opp) if ext.opponents else None
+        env_ids = None  # with a data axis: this device's environments, by global index
+        if data_axis is not None:
+            env_ids = jax.lax.axis_index(data_axis) * local_envs + jnp.arange(local_envs)
+        opponents = ext.opponents(state, k_opp, env_ids) if ext.opponents else None
         h0 = state.env.hidden
         carry, traj, last_value = collect(
             agents, vec, env_params, state.params, state.env, k_roll, num_steps,
             reward_fn=shaped(state.update), bootstrap_truncated=bootstrap, opponents=opponents,
-            start_hash=advantage in ("grpo", "gigpo"),
+            start_hash=advantage in ("grpo", "gigpo"), env_ids=env_ids,
         )
         adv, baseline = estimators.compute(
-            advantage, traj, last_value, role_ids, state.baseline, gamma=hp.gamma, gae_lambda=hp.gae_lambda, **estimator
+            advantage, traj, last_value, role_ids, state.baseline, gamma=hp.gamma, gae_lambda=hp.gae_lambda,
+            axis_name=data_axis, **estimator
         )
         batches = {
             r: Batch(tr.obs, tr.critic_in, tr.action, tr.log_prob, tr.value, tr.mask, tr.reset,
@@ -323,7 +376,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         if cfg.ent_coef_final is not None:  # linear entropy annealing (towards Nash in zero-sum self-play)
             hp = hp.replace(ent_coef=hp.ent_coef * (1.0 - progress) + cfg.ent_coef_final * progress)
         params, opt_state, metrics = ppo_epochs(agents, state.params, state.opt_state, batches, h0, k_upd, hp, lr_scale, **epochs)
-        metrics.update(episode_metrics(traj, ext.slot_names))
+        metrics.update(episode_metrics(traj, ext.slot_names, data_axis))
         metrics["update"] = state.update + 1
         metrics["env_steps"] = (state.update + 1) * steps_per_update
         new = state.replace(params=params, opt_state=opt_state, env=carry, key=key, update=state.update + 1, baseline=baseline)
@@ -357,6 +410,8 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         env_params=env_params,
         num_updates=num_updates,
         agents=agents,
+        data_axis=data_axis,
+        data_shards=data_shards,
     )
 
 

@@ -4,6 +4,13 @@ batched policy steps and ``VecEnv`` steps.
 Arrays in a trajectory are time-major, ``[T, E, n, ...]`` (time, environment,
 agent of the role). ``Transition`` holds one role's samples; a trajectory is
 ``{role: Transition}``.
+
+``env_ids`` (data-parallel learners): the global indices of the environments this
+device runs. Every random draw of an environment -- its resets and steps
+(``VecEnv``), its agents' actions, its opponents' actions -- then comes from a key
+folded with its global index, so a batch split over D devices produces the same
+trajectories as one device running it whole. Without ``env_ids`` (the default) the
+streams are those of one key split over the batch, as always.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxagents.advantages import hash_rows
+from jaxagents.core.wrappers.autoreset import fold_in_each
 
 
 @struct.dataclass
@@ -73,8 +81,8 @@ def _obs_hash(ts) -> jax.Array:
     return hash_rows(rows * 1024.0)  # keep fractional features distinct after rounding
 
 
-def init_carry(agents, vec, key, env_params) -> EnvCarry:
-    env_state, ts = vec.reset(key, env_params)
+def init_carry(agents, vec, key, env_params, env_ids=None) -> EnvCarry:
+    env_state, ts = vec.reset(key, env_params, env_ids)
     n = vec.num_envs
     return EnvCarry(
         env_state=env_state,
@@ -105,6 +113,7 @@ def collect(
     bootstrap_truncated: bool = False,
     opponents=None,
     start_hash: bool = True,
+    env_ids: jax.Array | None = None,
 ):
     """Run ``num_steps`` batched steps.
 
@@ -124,6 +133,8 @@ def collect(
             GRPO/GiGPO groups). It costs a sequential hash over the observation every
             step, so learners that do not group episodes turn it off (then
             ``carry.start_hash`` is left as it is and ``Transition.start_hash`` is None).
+        env_ids: ``i32[E]`` global environment indices: per-environment random
+            streams (see the module docstring); None: one key split over the batch.
 
     Returns ``(carry, {role: Transition}, last_value {role: f32[E, n]})``.
     """
@@ -138,7 +149,10 @@ def collect(
             reset = jnp.broadcast_to(c.first[:, None], obs.shape[:2])
             mask = c.ts.action_mask[role]
             k_own, k_opp = jax.random.split(kr)
-            hidden[role], action, logp, value, _ = agents.act(params[role], role, c.hidden[role], obs, cin, reset, mask, k_own)
+            if env_ids is not None:
+                k_own = fold_in_each(k_own, env_ids)
+            hidden[role], action, logp, value, _ = agents.act(params[role], role, c.hidden[role], obs, cin, reset, mask, k_own,
+                                                              per_env_keys=env_ids is not None)
             learner = jnp.ones(obs.shape[:2], bool)
             if opponents is not None:
                 opp_params, learner = opponents[0][role], opponents[1][role]
@@ -148,13 +162,12 @@ def collect(
                     _, a, _, _, _ = agents.act(p, role, jax.tree.map(expand, h), o[None], ci[None], r[None], m[None], ke)
                     return a[0]
 
-                opp_action = jax.vmap(one_env)(
-                    opp_params, c.hidden[role], obs, cin, reset, mask, jax.random.split(k_opp, obs.shape[0])
-                )
+                k_envs = jax.random.split(k_opp, obs.shape[0]) if env_ids is None else fold_in_each(k_opp, env_ids)
+                opp_action = jax.vmap(one_env)(opp_params, c.hidden[role], obs, cin, reset, mask, k_envs)
                 action = jnp.where(learner.reshape(learner.shape + (1,) * (action.ndim - 2)), action, opp_action)
             actions[role] = action
             out[role] = (obs, cin if agents.central_critic else None, action, logp, value, mask, reset, learner)
-        env_state, ts = vec.step(k_env, c.env_state, actions, env_params)
+        env_state, ts = vec.step(k_env, c.env_state, actions, env_params, env_ids)
 
         done = ts.done
         trans, ep_ret = {}, {}

@@ -37,6 +37,12 @@ wrappers forward:
 
 The default fitness (for populations) is minus the exploitability where the game
 has one, else the mean return against the random opponent.
+
+Data parallelism (``data_axis``/``data_shards``, as ``ppo.make_train``): each
+environment's opponent-pool draws (whether it meets the pool, which member, the
+learner's seat) come from a key folded with its global index, so they do not depend
+on how the environments are split; the pool, the average and the evaluation are
+replicated (every device evaluates the same policy with the same key).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from flax import struct
 
 from jaxagents.core.validate import check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
+from jaxagents.core.wrappers.autoreset import fold_in_each
 from jaxagents.learners import ppo
 from jaxagents.learners.agents import Agents
 from jaxagents.learners.interface import Fitness, Learner
@@ -191,11 +198,13 @@ def make_evaluate(agents, merged, env_params, opponents: dict, exact, num_envs: 
 # --------------------------------------------------------------------------- train
 
 
-def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None) -> Learner:
+def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, data_axis: str | None = None,
+               data_shards: int = 1) -> Learner:
     """The self-play ``Learner`` on ``env`` (any environment whose roles have vector or
     grid observations and discrete actions): PPO on the merged view of ``env``
     (``learner.env``), extended with the opponent pool, the parameter average and the
-    evaluation (``ppo.Extension``). ``TrainState.extra`` is a ``SelfPlayExtra``."""
+    evaluation (``ppo.Extension``). ``TrainState.extra`` is a ``SelfPlayExtra``.
+    ``data_axis``, ``data_shards``: environments split over devices (``ppo.make_train``)."""
     cfg = config
     env_params = env.default_params() if env_params is None else env_params
     merged = merge(env)
@@ -228,12 +237,18 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None) -
         lambda k, avg: evaluate_all(agents.init(k)[ROLE], avg, k), jax.random.key(0), p0 if cfg.average_decay else None
     )
 
-    def opponents(state, key):
+    def opponents(state, key, env_ids=None):
         k_use, k_idx, k_seat = jax.random.split(key, 3)
         pool: Pool = state.extra.pool
-        use = jax.random.bernoulli(k_use, cfg.pool_prob, (E,))
-        idx = jax.random.randint(k_idx, (E,), 0, pool.count)
-        seat = jax.random.randint(k_seat, (E,), 0, n)
+        if env_ids is None:
+            use = jax.random.bernoulli(k_use, cfg.pool_prob, (E,))
+            idx = jax.random.randint(k_idx, (E,), 0, pool.count)
+            seat = jax.random.randint(k_seat, (E,), 0, n)
+        else:  # one draw per environment from its own key: the same draws however the batch is split
+            each = lambda k, draw: jax.vmap(draw)(fold_in_each(k, env_ids))  # noqa: E731
+            use = each(k_use, lambda k: jax.random.bernoulli(k, cfg.pool_prob))
+            idx = each(k_idx, lambda k: jax.random.randint(k, (), 0, pool.count))
+            seat = each(k_seat, lambda k: jax.random.randint(k, (), 0, n))
         learner = jnp.where(use[:, None], jnp.arange(n)[None, :] == seat[:, None], True)
         opp = jax.tree.map(lambda x: x[idx], pool.params)
         return {ROLE: opp}, {ROLE: learner}
@@ -283,5 +298,6 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None) -
         evaluate=evaluate_state,
         fitness=fitness,
     )
-    learner = ppo.make_train(cfg.ppo, merged, env_params=env_params, callback=callback, extension=extension)
+    learner = ppo.make_train(cfg.ppo, merged, env_params=env_params, callback=callback, extension=extension,
+                             data_axis=data_axis, data_shards=data_shards)
     return dataclasses.replace(learner, config=cfg)

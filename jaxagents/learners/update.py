@@ -4,6 +4,17 @@ entropy bonus, over epochs x minibatches as nested ``lax.scan``s.
 Samples enter the losses with weight ``active & learner`` (inactive agents of
 turn-based games and opponent-pool seats contribute nothing), so every mean below
 is a weighted mean.
+
+Data parallelism (``axis_name``): each device holds its own environments' samples
+and computes its *share* of every weighted mean -- its sum divided by the weight
+summed over all devices (``psum``) -- so the ``psum`` of the shares is the mean over
+the whole batch. The gradient of the full-batch loss is then the ``psum`` of the
+devices' gradients (taken before clipping and the optimiser, so every device applies
+the same step and the parameters stay replicated), the loss metrics are ``psum``ed
+the same way, and minibatch advantage normalisation uses the global weighted mean
+and std. With ``num_minibatches > 1`` each device shuffles its own samples (the same
+permutation of its local indices everywhere): a minibatch is ``1/M`` of every
+device's samples, not a shuffle of the whole batch.
 """
 
 from __future__ import annotations
@@ -125,12 +136,16 @@ def make_optimizer(hp: HParams, lr_scale: jax.Array, optimizer: str = "adam",
     return optax.chain(clip, optax.adam(hp.lr * lr_scale, eps=1e-5))
 
 
-def _wmean(x, w):
-    return jnp.sum(x * w) / jnp.maximum(jnp.sum(w), 1.0)
+def _wmean(x, w, axis_name=None):
+    """The weighted mean of ``x``; with ``axis_name``, this device's share of the
+    weighted mean over every device (its sum over the total weight)."""
+    total = jnp.sum(w) if axis_name is None else jax.lax.psum(jnp.sum(w), axis_name)
+    return jnp.sum(x * w) / jnp.maximum(total, 1.0)
 
 
-def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool, normalize: bool):
-    """PPO loss of one role on one minibatch ``[T, E, n, ...]``."""
+def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool, normalize: bool, axis_name=None):
+    """PPO loss of one role on one minibatch ``[T, E, n, ...]``; with ``axis_name``
+    the loss and metrics are this device's shares (see the module docstring)."""
     _, out, value = agents.apply(params, role, h0, b.obs, b.critic_in, b.reset)
     dist = agents.distribution(params, role, out, b.mask)
     log_prob = dist.log_prob(b.action)
@@ -138,17 +153,22 @@ def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool,
     w = b.weight
     adv = b.advantage
     if normalize:
-        mean = _wmean(adv, w)
-        std = jnp.sqrt(_wmean((adv - mean) ** 2, w))
+        if axis_name is None:
+            mean = _wmean(adv, w)
+            std = jnp.sqrt(_wmean((adv - mean) ** 2, w))
+        else:  # the global weighted mean and std, from the devices' shares
+            mean = jax.lax.psum(_wmean(adv, w, axis_name), axis_name)
+            std = jnp.sqrt(jax.lax.psum(_wmean((adv - mean) ** 2, w, axis_name), axis_name))
         adv = (adv - mean) / (std + 1e-8)
     log_ratio = log_prob - b.log_prob
     ratio = jnp.exp(log_ratio)
     pg = -jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps) * adv)
-    pg_loss = _wmean(pg, w)
-    ent = _wmean(entropy, w)
+    mean = lambda x: _wmean(x, w, axis_name)  # noqa: E731
+    pg_loss = mean(pg)
+    ent = mean(entropy)
     if value_loss:
         v_clip = b.value + jnp.clip(value - b.value, -hp.clip_eps, hp.clip_eps)
-        v_loss = 0.5 * _wmean(jnp.maximum((value - b.target) ** 2, (v_clip - b.target) ** 2), w)
+        v_loss = 0.5 * mean(jnp.maximum((value - b.target) ** 2, (v_clip - b.target) ** 2))
     else:
         v_loss = jnp.zeros(())
     total = pg_loss + hp.vf_coef * v_loss - hp.ent_coef * ent
@@ -156,8 +176,8 @@ def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool,
         "policy_loss": pg_loss,
         "value_loss": v_loss,
         "entropy": ent,
-        "approx_kl": _wmean((ratio - 1.0) - log_ratio, w),
-        "clip_frac": _wmean((jnp.abs(ratio - 1.0) > hp.clip_eps).astype(jnp.float32), w),
+        "approx_kl": mean((ratio - 1.0) - log_ratio),
+        "clip_frac": mean((jnp.abs(ratio - 1.0) > hp.clip_eps).astype(jnp.float32)),
     }
     return total, metrics
 
@@ -217,7 +237,7 @@ def subsample_agents(batch: Batch, h0, key, k: int):
 def ppo_epochs(
     agents, params, opt_state, batches: dict, h0: dict, key, hp: HParams, lr_scale, *,
     update_epochs: int, num_minibatches: int, optimizer: str = "adam", clip_per_stream: bool = False,
-    normalize_minibatch: bool = True, value_loss: bool = True,
+    normalize_minibatch: bool = True, value_loss: bool = True, axis_name=None,
 ):
     """``update_epochs`` passes of ``num_minibatches`` gradient steps over
     ``{role: Batch}``. Each role has its own Adam state and its own gradient clip
@@ -225,7 +245,9 @@ def ppo_epochs(
 
     ``lr_scale``: one scalar, or ``{role: scalar}`` for per-role step sizes;
     ``normalize_minibatch``: advantages normalised per minibatch inside the loss;
-    ``value_loss``: whether the critic is trained (critic-free estimators: no)."""
+    ``value_loss``: whether the critic is trained (critic-free estimators: no);
+    ``axis_name``: the data axis the batch is split over (gradients and metrics
+    ``psum``ed, see the module docstring)."""
     txs = {r: make_optimizer(hp, lr_scale[r] if isinstance(lr_scale, dict) else lr_scale, optimizer,
                              clip_per_stream) for r in agents.roles}
     recurrent = agents.network.recurrent
@@ -235,7 +257,7 @@ def ppo_epochs(
         total, metrics = 0.0, {}
         for role in agents.roles:
             h = hmb[role] if recurrent else agents.modules[role].initial_state(mb[role].obs.shape[1:3])
-            loss, m = role_loss(agents, role, p[role], mb[role], hp, h, value_loss, normalize)
+            loss, m = role_loss(agents, role, p[role], mb[role], hp, h, value_loss, normalize, axis_name)
             total = total + loss
             metrics.update({f"{k}/{role}": v for k, v in m.items()})
         return total, metrics
@@ -246,6 +268,8 @@ def ppo_epochs(
         if not recurrent:  # [B/M, ...] -> [T=1, B/M, n=1, ...]
             mb = jax.tree.map(lambda x: x[None, :, None], mb)
         grads, metrics = jax.grad(loss_fn, has_aux=True)(p, mb, hmb)
+        if axis_name is not None:  # the devices' shares -> the full batch's gradient and metrics
+            grads, metrics = jax.lax.psum((grads, metrics), axis_name)
         new_p, new_s = {}, {}
         for role in agents.roles:
             metrics[f"grad_norm/{role}"] = optax.global_norm(grads[role])

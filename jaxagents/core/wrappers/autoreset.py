@@ -25,6 +25,13 @@ Both return, on the step where an episode ends, the *final* ``reward``,
 With ``final_obs=True`` the observation that ended the episode is also kept in
 ``info["final_obs"]`` (needed to bootstrap truncated episodes; it costs a copy of
 the observations in every step's output, hence opt-in).
+
+Per-environment streams (``env_ids``): ``VecEnv.reset`` and ``VecEnv.step`` take an
+optional ``i32[num_envs]`` of *global* environment indices; environment ``i`` then
+uses ``fold_in(key, env_ids[i])`` instead of ``split(key, num_envs)[i]``. A batch
+split over the devices of a ``data`` mesh axis (each device its ``num_envs / D``
+environments, the same ``key`` everywhere) then draws exactly what one device
+running every environment draws, whatever D is. Without ``env_ids`` nothing changes.
 """
 
 from __future__ import annotations
@@ -71,6 +78,11 @@ def _split_at(key: jax.Array, n: int, idx: jax.Array) -> jax.Array:
     if _fold_in_is_split(key):
         return jax.vmap(jax.random.fold_in, (None, 0))(key, idx.astype(jnp.uint32))
     return jax.random.split(key, n)[idx]
+
+
+def fold_in_each(key: jax.Array, ids: jax.Array) -> jax.Array:
+    """``[fold_in(key, i) for i in ids]``: per-environment keys from global indices."""
+    return jax.vmap(jax.random.fold_in, (None, 0))(key, jnp.asarray(ids).astype(jnp.uint32))
 
 
 def _fold_in_is_split(keys: jax.Array) -> bool:
@@ -148,15 +160,25 @@ class VecEnv:
     def validate_params(self, params=None):
         return self.env.validate_params(params)
 
-    def reset(self, key, params=None):
-        """Reset all ``num_envs`` environments. Returns batched ``(state, timestep)``."""
+    def _check_ids(self, env_ids):
+        if env_ids is not None and jnp.shape(env_ids) != (self.num_envs,):
+            raise ValueError(f"env_ids must have shape (num_envs={self.num_envs},), got {jnp.shape(env_ids)}")
+
+    def reset(self, key, params=None, env_ids=None):
+        """Reset all ``num_envs`` environments. Returns batched ``(state, timestep)``.
+        ``env_ids``: global environment indices (per-environment streams, see the
+        module docstring)."""
         params = self.env._params(params)
-        state, ts = self._vreset(jax.random.split(key, self.num_envs), params)
+        self._check_ids(env_ids)
+        keys = jax.random.split(key, self.num_envs) if env_ids is None else fold_in_each(key, env_ids)
+        state, ts = self._vreset(keys, params)
         return state, _with_final_obs(ts, self.final_obs)
 
-    def step(self, key, state, actions, params=None):
-        """Step every environment and reset those whose episode ended."""
+    def step(self, key, state, actions, params=None, env_ids=None):
+        """Step every environment and reset those whose episode ended. ``env_ids``:
+        global environment indices (per-environment streams, see the module docstring)."""
         params = self.env._params(params)
+        self._check_ids(env_ids)
         for name, a in actions.items():
             if jnp.ndim(a) == 0 or jnp.shape(a)[0] != self.num_envs:
                 raise ValueError(
@@ -168,7 +190,13 @@ class VecEnv:
         # Each derivation is a threefry pass over the batch, so only what is used is
         # derived: the step halves here (XLA drops them if the env ignores its key),
         # the reset halves inside the reset branches, only for the envs that reset.
-        state, ts = self._vstep(_split_half(jax.random.split(key, n), 0), state, actions, params)
+        if env_ids is None:
+            env_keys = lambda: jax.random.split(key, n)  # noqa: E731
+            keys_at = lambda idx: _split_at(key, n, idx)  # noqa: E731
+        else:
+            env_keys = lambda: fold_in_each(key, env_ids)  # noqa: E731
+            keys_at = lambda idx: fold_in_each(key, env_ids[idx])  # noqa: E731
+        state, ts = self._vstep(_split_half(env_keys(), 0), state, actions, params)
         ts = _with_final_obs(ts, self.final_obs)
         done = ts.done
 
@@ -185,11 +213,11 @@ class VecEnv:
             # Indices of up to `budget` finished envs; padding indices point past the
             # end and are dropped by the scatter.
             (idx,) = jnp.nonzero(done, size=budget, fill_value=n)
-            s0, ts0 = self._vreset(_split_half(_split_at(key, n, jnp.minimum(idx, n - 1)), 1), params)
+            s0, ts0 = self._vreset(_split_half(keys_at(jnp.minimum(idx, n - 1)), 1), params)
             return combine(lambda x, y: x.at[idx].set(y, mode="drop"), *carry, s0, ts0)
 
         def everything(carry):
-            s0, ts0 = self._vreset(_split_half(jax.random.split(key, n), 1), params)
+            s0, ts0 = self._vreset(_split_half(env_keys(), 1), params)
             return combine(lambda x, y: jnp.where(done.reshape((n,) + (1,) * (x.ndim - 1)), y, x), *carry, s0, ts0)
 
         count = jnp.sum(done)
