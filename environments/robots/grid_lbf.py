@@ -77,6 +77,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents.core.validate import check_bool
 
 NONE, NORTH, SOUTH, WEST, EAST, LOAD = range(6)
 ACTION_NAMES = ("none", "north", "south", "west", "east", "load")
@@ -192,7 +193,7 @@ class LevelBasedForaging(Env):
         if obs_type not in ("vector", "grid"):
             raise ValueError(f"obs_type must be 'vector' or 'grid', got {obs_type!r}")
         self.obs_type = obs_type
-        self.observe_agent_levels = bool(observe_agent_levels)
+        self.observe_agent_levels = check_bool("observe_agent_levels", observe_agent_levels)
         self._horizon = _as_int("horizon", horizon, 1)
         self._min_pl = _per("min_player_level", min_player_level, n, 1)
         self._max_pl = _per("max_player_level", max_player_level, n, 1)
@@ -213,7 +214,8 @@ class LevelBasedForaging(Env):
         self.food_level_cap = int(max(self._max_fl.max(), self._min_fl.max()))
         if not np.isfinite(penalty) or penalty < 0:
             raise ValueError(f"penalty must be a finite float >= 0, got {penalty!r}")
-        self._flags = (bool(force_coop), bool(normalize_reward), float(penalty), bool(shared_reward))
+        self._flags = (check_bool("force_coop", force_coop), check_bool("normalize_reward", normalize_reward),
+                       float(penalty), check_bool("shared_reward", shared_reward))
 
         r, c = np.divmod(np.arange(self.rows * self.cols), self.cols)
         self._rc = np.stack([r, c], -1).astype(np.int32)

@@ -69,6 +69,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents.core.validate import check_bool
 from environments.robots.grid_rware_moves import resolve_moves
 
 NOOP, FORWARD, LEFT, RIGHT, TOGGLE_LOAD = range(5)
@@ -213,9 +214,10 @@ class RobotWarehouse(Env):
         if reward_type not in REWARD_TYPES:
             raise ValueError(f"reward_type must be one of {sorted(REWARD_TYPES)}, got {reward_type!r}")
         self.obs_type, self.image_layers = obs_type, tuple(image_layers)
-        self.image_directional = bool(image_directional)
+        self.image_directional = check_bool("image_directional", image_directional)
         self._defaults = (positive("horizon", horizon, 0), positive("max_inactivity_steps", max_inactivity_steps, 0),
-                          REWARD_TYPES[reward_type], bool(normalised_coordinates), bool(random_tie_break))
+                          REWARD_TYPES[reward_type], check_bool("normalised_coordinates", normalised_coordinates),
+                          check_bool("random_tie_break", random_tie_break))
 
         # Static tables: the forward cell of every (cell, direction), the window
         # offsets into the padded grid and the rotations of the window.
