@@ -347,7 +347,12 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         key, k_roll, k_opp, k_upd = jax.random.split(state.key, 4)
         env_ids = None  # with a data axis: this device's environments, by global index
         if data_axis is not None:
-            env_ids = jax.lax.axis_index(data_axis) * local_envs + jnp.arange(local_envs)
+            try:
+                shard = jax.lax.axis_index(data_axis)
+            except NameError:
+                raise ValueError(f"this learner splits its environments over the mesh axis {data_axis!r}: run its update under "
+                                 f"shard_map over that axis, e.g. Population(learner, P, mesh=make_mesh(data={data_shards}))") from None
+            env_ids = shard * local_envs + jnp.arange(local_envs)
         opponents = ext.opponents(state, k_opp, env_ids) if ext.opponents else None
         h0 = state.env.hidden
         carry, traj, last_value = collect(

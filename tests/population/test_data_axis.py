@@ -90,6 +90,9 @@ def test_mesh_and_learner_must_agree():
             check_mesh(mesh(**shape), 2, axis, shards)
         assert "\n" not in str(e.value)
     check_mesh(mesh(pop=2, data=2), 2, "data", 2)
+    with pytest.raises(ValueError, match=r"run its update under shard_map over that axis") as e:
+        jax.eval_shape(learner.train, jax.random.key(0))  # no data axis bound
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.slow
