@@ -258,7 +258,7 @@ SLOW = [(4, "continuous", False, 256, 160), (16, "discrete", False, 128, 160), (
 
 @pytest.mark.parametrize("n,mode,hold,num_envs,steps", CASES)
 def test_random_policies_never_collide_nor_leave_the_arena(n, mode, hold, num_envs, steps):
-    env = Navigation(num_robots=n, action_mode=mode, zero_order_hold=hold)
+    env = Navigation(num_robots=n, action_mode=mode, zero_order_hold=hold, metrics="tick")  # every tick counted
     info, poses = _rollout_fn(env, num_envs, steps)(jax.random.key(n))
     residual, closest = _check_safe(info, poses)
     print(f"{n} robots, {mode}, hold={hold}: {num_envs * steps} env steps, closest {closest:.4f} m, "
@@ -290,10 +290,21 @@ def test_without_the_filter_random_robots_do_collide():
 @pytest.mark.slow
 @pytest.mark.parametrize("n,mode,hold,num_envs,steps", SLOW)
 def test_random_policies_never_collide_long(n, mode, hold, num_envs, steps):
-    env = Navigation(num_robots=n, action_mode=mode, zero_order_hold=hold)
+    env = Navigation(num_robots=n, action_mode=mode, zero_order_hold=hold, metrics="tick")  # every tick counted
     key = jax.random.key(100 + n)
     # a long run: worth XLA's optimisations (the suite's conftest turns them off)
     run = _rollout_fn(env, num_envs, steps).lower(key).compile(compiler_options={"xla_backend_optimization_level": 3})
     residual, closest = _check_safe(*run(key))
     print(f"{n} robots, {mode}, hold={hold}: {num_envs * steps} env steps, closest {closest:.4f} m, "
           f"largest QP residual {residual:.2e} m/s")
+
+
+@pytest.mark.slow
+def test_robust_barrier_per_tick_never_collides():
+    """The robust option (JaxRobotarium's rows, no guard), recomputed every tick: no
+    collision at any tick, every filtering within its tolerance (the 10^5-step report is
+    baselines/experiments/robots_filter_report.py)."""
+    env = Navigation(num_robots=4, barrier="robust", metrics="tick", filter_iters=200)
+    info, poses = _rollout_fn(env, 64, 100)(jax.random.key(5))
+    assert int(np.sum(info["collisions"])) == 0 and float(np.min(info["min_distance"])) >= 0.135
+    assert float(np.max(info["filter_residual"])) <= 1e-4
