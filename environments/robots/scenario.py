@@ -88,13 +88,16 @@ class RobotScenario(Env):
 
     Args:
         role_sizes: ``{role: robot count}``; robots are numbered role by role in this order.
-        action_mode, safety, zero_order_hold, ticks_per_step, filter_iters, max_steps:
-            see the module docstring.
+        action_mode, safety, zero_order_hold, ticks_per_step, filter_iters, max_steps,
+            barrier, filter_tol, metrics: see the module docstring.
         spawn_spacing: preferred spacing (m) of the start grid; it shrinks when the robots
             do not fit, down to what the barriers need.
         robot_region: ``(x0, x1, y0, y1)`` where robots start (default: the whole arena).
         spawn_extra: additional cells the start grid must have (objects placed with
             ``spawn_robots``'s grid, e.g. resources that must not sit on a robot).
+        size_args: ``{role: constructor argument}`` (``{"robot": "num_robots"}``): the
+            name errors give for a role's robot count.
+        **unknown: rejected (``ValueError`` listing the scenario's arguments).
     """
 
     def __init__(self, role_sizes: dict, *, action_mode: str = "discrete", safety: bool = True,
