@@ -87,10 +87,14 @@ class Checkpointer:
         step = self.latest_step() if step is None else step
         if step is None:
             raise FileNotFoundError(f"no checkpoint in {self.directory}")
-        target = jax.tree.map(
-            lambda x: np.zeros(np.shape(x), np.asarray(x).dtype) if not hasattr(x, "dtype") or not _is_key(x) else x,
-            _to_saveable(like),
-        )
+        def spec(x):
+            # a jax.Array restores with its own sharding: over several hosts each process
+            # reads only its shards (and never fetches the others' values)
+            if isinstance(x, jax.Array):
+                return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+            return np.zeros(np.shape(x), np.asarray(x).dtype)
+
+        target = jax.tree.map(spec, _to_saveable(like))
         out = self.manager.restore(
             step,
             args=ocp.args.Composite(

@@ -62,6 +62,7 @@ from jaxagents import config as configs
 from jaxagents import tracking
 from jaxagents.checkpoint import Checkpointer
 from jaxagents.core.validate import check_bool, check_float, check_int
+from jaxagents.population.distributed import gather
 from jaxagents.rundir import check_new_run_dir, default_run_dir, lay_out
 from jaxagents.rundir import primary as _primary
 
@@ -300,13 +301,20 @@ def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
         return []
     S = config["num_seeds"]
     keys = jax.random.split(jax.random.fold_in(jax.random.key(config["seed"]), 0x5EED), S)
-    metrics = {k: v for k, v in _evaluate_states(learner, state0, keys).items() if k in logged}
+    metrics = {k: v for k, v in gather(_evaluate_states(learner, state0, keys)).items() if k in logged}
     if not metrics:
         return []
     if _is_population(learner):  # [S, P]: the population's mean, as in its later rows
         metrics = {k: np.nanmean(np.asarray(v, np.float64), axis=-1) for k, v in metrics.items()}
     zeros = np.zeros((S, 1))
     return tracking.rows_from_metrics({"update": zeros, "env_steps": zeros, **metrics}, S)
+
+
+@jax.jit
+def _all_finite(leaves) -> jax.Array:
+    # one compiled reduction: over hosts, one collective that every process runs
+    # (eager per-leaf reductions of sharded arrays hung over gloo)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
 def _divergence(rows: list[dict], params) -> str | None:
@@ -316,7 +324,7 @@ def _divergence(rows: list[dict], params) -> str | None:
         if r.get("nonfinite"):
             return f"non-finite {', '.join(r['nonfinite'])} at update {r['update']}"
     leaves = [x for x in jax.tree.leaves(params) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
-    if leaves and not bool(jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))):
+    if leaves and not bool(_all_finite(leaves)):
         return f"non-finite parameters after update {rows[-1]['update'] if rows else '?'}"
     return None
 
@@ -367,8 +375,12 @@ def run(
             check_new_run_dir(run_dir, overwrite)
 
     S = config["num_seeds"]
-    progress = _Progress(0, config["log"].get("progress", True) and not quiet and primary)
-    learner = build(config, callback=progress)  # the learner's own checks, before anything is written
+    show = config["log"].get("progress", True) and not quiet
+    progress = _Progress(0, show and primary)
+    # the learner's own checks run here, before anything is written. The per-update host
+    # callback only with a progress bar (it syncs every update with the host), and then
+    # on every process: all of them must compile the same program
+    learner = build(config, callback=progress if show else None)
     if primary:
         tracking.check_sinks(config["log"])
     if not resume and primary:
@@ -436,7 +448,7 @@ def run(
             ts = time.perf_counter()
             state, metrics = compiled[n](_shared_update(state))
             state = state.replace(update=jnp.broadcast_to(state.update, (S,)))
-            jax.block_until_ready(metrics)
+            metrics = gather(metrics)  # host arrays; from every process when sharded over hosts
             train_s += time.perf_counter() - ts
             done = int(np.asarray(state.update)[0])
             rows, member_rows = _rows(learner, metrics, S)
