@@ -201,14 +201,15 @@ def build(config: dict, callback=None):
     ``num_updates``). ``callback(update, metrics)`` is called once per update."""
     if config.get("population") is None:
         return build_learner(config, callback)
-    from jaxagents.population.config import PopulationConfig, build_population
+    from jaxagents.population.config import PopulationConfig, build_population, learner_kwargs
 
     cfg = PopulationConfig(**config["population"])
-    return build_population(cfg, build_learner(config), callback=callback)
+    return build_population(cfg, build_learner(config, **learner_kwargs(config["population"])), callback=callback)
 
 
-def build_learner(config: dict, callback=None):
-    """``config`` -> the learner (``init``/``update``/``evaluate``, ``num_updates``)."""
+def build_learner(config: dict, callback=None, **kwargs):
+    """``config`` -> the learner (``init``/``update``/``evaluate``, ``num_updates``);
+    ``kwargs`` go to ``make_train`` (a population's data axis)."""
     from jaxagents.learners import ppo, selfplay
 
     env, env_params = make_env(config["env"])
@@ -220,7 +221,10 @@ def build_learner(config: dict, callback=None):
     except (TypeError, ValueError) as e:  # the config's own checks (ranges, cross-field rules)
         raise ValueError(f"train section: {e}") from None
     make = selfplay.make_train if config["learner"] == "selfplay" else ppo.make_train
-    return make(cfg, env, env_params=env_params, callback=callback)
+    try:
+        return make(cfg, env, env_params=env_params, callback=callback, **kwargs)
+    except ValueError as e:  # checks that need the environment (minibatches, shaped_reward, data shards)
+        raise ValueError(f"train section: {e}") from None
 
 
 def _evaluate_states(learner, state, keys) -> dict:

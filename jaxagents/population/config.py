@@ -12,7 +12,8 @@
         resample_prob: 0.25
         fitness: null              # a metric name; null: the learner's default fitness
         fitness_sign: 1            # -1 when lower is better (eval/exploitability)
-      mesh: {pop: null}            # devices along the member axis; null: all devices present
+      mesh: {pop: null, data: 1}   # devices along the member axis (null: as many as fit) and
+                                   # along each member's environments (data parallelism)
       chunk: null                  # members vmapped together per device (default: all)
 
 ``ranges`` default to the ``pbt.hparams`` over the learner's own ranges
@@ -30,12 +31,16 @@ from jaxagents.population.pbt import PBTConfig
 
 @dataclasses.dataclass(frozen=True)
 class MeshConfig:
-    """``pop``: devices along the member axis (None: every device present)."""
+    """``pop``: devices along the member axis (None: as many as the devices present
+    allow); ``data``: devices each member's environments are split over (the learner
+    is then built with ``data_axis="data", data_shards=data``)."""
 
     pop: int | None = None
+    data: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "pop", check_positive_int("population.mesh.pop", self.pop, none_ok=True))
+        object.__setattr__(self, "data", check_positive_int("population.mesh.data", self.data))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +76,9 @@ def _prefixed(cls, values: dict):
 
 def build_population(cfg: PopulationConfig, learner, callback=None):
     """The ``Population`` of ``learner`` that ``cfg`` describes, on a mesh over the
-    devices present (or ``cfg.mesh.pop`` of them)."""
+    devices present (or ``cfg.mesh.pop`` x ``cfg.mesh.data`` of them). With
+    ``mesh.data > 1`` the learner must have been built with ``data_axis="data",
+    data_shards=cfg.mesh.data`` (``learner_kwargs``)."""
     import jax
 
     from jaxagents.population.core import Population
@@ -80,11 +87,21 @@ def build_population(cfg: PopulationConfig, learner, callback=None):
     ranges = cfg.ranges
     if ranges is None and cfg.pbt is not None:  # explore the PBT hparams over the learner's ranges
         ranges = {n: (learner.hparam_space[n].low, learner.hparam_space[n].high) for n in cfg.pbt.hparams if n in learner.hparam_space}
-    devices = cfg.mesh.pop if cfg.mesh.pop is not None else _largest_divisor(cfg.size, len(jax.devices()))
-    mesh = make_mesh(devices) if devices > 1 or cfg.mesh.pop is not None else None
+    data = cfg.mesh.data
+    if data > len(jax.devices()):
+        raise ValueError(f"population.mesh.data={data} needs {data} devices; {len(jax.devices())} are present")
+    devices = cfg.mesh.pop if cfg.mesh.pop is not None else _largest_divisor(cfg.size, len(jax.devices()) // data)
+    mesh = make_mesh(devices, data=data) if devices * data > 1 or cfg.mesh.pop is not None else None
     return Population(learner, cfg.size, cfg.pbt, ranges=ranges, mesh=mesh, chunk=cfg.chunk, callback=callback)
 
 
 def _largest_divisor(size: int, devices: int) -> int:
     """The most devices (at most ``devices``) that split ``size`` members evenly."""
     return max(d for d in range(1, devices + 1) if size % d == 0)
+
+
+def learner_kwargs(population: dict | None) -> dict:
+    """The ``make_train`` arguments a population config asks of its learner: a data
+    axis when ``mesh.data > 1``."""
+    data = int(((population or {}).get("mesh") or {}).get("data", 1) or 1)
+    return {"data_axis": "data", "data_shards": data} if data > 1 else {}
