@@ -33,8 +33,13 @@ JaxRobotarium's code is not part of this repository. Get it (both public) and po
         --modes off-hold off-tick on-hold on-tick --repeats 5 --json experiments_tmp/robots_vs_jr.json
 
 The submodule commit JaxRobotarium pins (335fde9) is not public; its ``master`` solves the
-barrier QP with ``jaxopt.BoxCDQP(tol=1e-6, maxiter=500)``. Reported: best and median
-env-steps/s of each side and their ratio (ours / theirs).
+barrier QP with ``jaxopt.BoxCDQP(tol=1e-6, maxiter=500)``, passing the constraint bounds as
+box bounds on the wheel speeds (the pair rows are not enforced). Its branch ``cbf`` (d17f6ea)
+solves it with ``jaxopt.BoxOSQP(tol=1e-6, maxiter=100)`` and enforces them; to measure that
+one, copy the folder, replace ``rps_jax/utilities/barrier_certificates2.py`` by the
+branch's and delete its ``jax.config.update("jax_enable_x64", True)`` line (float64 would
+apply to both sides), then pass the copy as ``--jaxrobotarium``. Reported: best and
+median env-steps/s of each side and their ratio (ours / theirs).
 """
 
 from __future__ import annotations
