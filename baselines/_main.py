@@ -29,7 +29,7 @@ def resolve(config: str) -> str:
 def main(learner: str, default: str, argv: list[str] | None = None) -> int:
     from jaxagents import runner
 
-    p = argparse.ArgumentParser(prog=f"python -m baselines.{learner}", description=f"{learner} baselines; bundled configs: {', '.join(configs(learner))}")
+    p = argparse.ArgumentParser(prog=f"python -m jaxagents_baselines.{learner}", description=f"{learner} baselines; bundled configs: {', '.join(configs(learner))}")
     p.add_argument("config", nargs="?", default=default, help=f"config path or bundled name (default {default})")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides, e.g. train.lr=1e-3 num_seeds=4")
     p.add_argument("--run-dir")
@@ -43,7 +43,7 @@ def main(learner: str, default: str, argv: list[str] | None = None) -> int:
         args.config = default
     cfg = runner.load_config(resolve(args.config), args.overrides)
     if cfg["learner"] != learner:
-        raise SystemExit(f"{args.config} is a {cfg['learner']} config; use python -m baselines.{cfg['learner']}")
+        raise SystemExit(f"{args.config} is a {cfg['learner']} config; use python -m jaxagents_baselines.{cfg['learner']}")
     runner.run(cfg, run_dir=args.run_dir)
     return 0
 

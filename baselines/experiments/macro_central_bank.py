@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.economy.macro.taylor import taylor_action
+from jaxagents_environments.economy.macro.taylor import taylor_action
 from jaxagents import runner
 from jaxagents.learners import ppo
 

@@ -5,7 +5,7 @@ the ``N`` agents of ``mf_crowd`` (OpenSpiel's 1-D crowd modelling, its constants
 trained on the agent view (``baselines/configs/ippo_mf_crowd.yaml`` holds the same
 recipe for ``jaxagents train``). Every ``--eval-every`` updates, inside the compiled
 program, the network is tabulated along its own mean-field flow
-(``environments.meanfield.policy_eval``) and its exact exploitability computed on the
+(``jaxagents_environments.meanfield.policy_eval``) and its exact exploitability computed on the
 distributional view (``solvers.exploitability``; the N -> infinity game). Fictitious
 play and online mirror descent from ``solvers.py`` give the reference curves
 (exploitability per iteration).
@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.meanfield import solvers
-from environments.meanfield.policy_eval import policy_exploitability
+from jaxagents_environments.meanfield import solvers
+from jaxagents_environments.meanfield.policy_eval import policy_exploitability
 from jaxagents import runner
 from jaxagents.learners import ppo
 

@@ -34,8 +34,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from environments.robots import Navigation  # noqa: E402
-from environments.robots.arena import COLLISION_MARGIN, ROBOT_RADIUS  # noqa: E402
+from jaxagents_environments.robots import Navigation  # noqa: E402
+from jaxagents_environments.robots.arena import COLLISION_MARGIN, ROBOT_RADIUS  # noqa: E402
 
 
 def parse():

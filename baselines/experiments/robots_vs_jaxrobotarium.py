@@ -57,7 +57,7 @@ import jax.numpy as jnp
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, ROOT)
 
-from environments.robots import Navigation  # noqa: E402
+from jaxagents_environments.robots import Navigation  # noqa: E402
 
 MODES = ("off-hold", "off-tick", "on-hold", "on-tick", "robust-hold", "robust-tick")
 # scan length per timed run, by mode kind and number of environments (each run ~0.1-1 s)

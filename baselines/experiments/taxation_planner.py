@@ -39,9 +39,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.economy import brackets as schedule
-from environments.economy import metrics, policies
-from environments.economy.labour import worker_utility
+from jaxagents_environments.economy import brackets as schedule
+from jaxagents_environments.economy import metrics, policies
+from jaxagents_environments.economy.labour import worker_utility
 from jaxagents import runner
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "ippo_taxation.yaml")

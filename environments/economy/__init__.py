@@ -8,6 +8,6 @@
 * ``market`` — gather, craft and trade through double auctions, with a periodic tax.
 * ``metrics`` — Gini, Atkinson, equality x productivity, welfare functions, GDP, revenue.
 
-Import the module you need (``from environments.economy.taxation import Taxation``);
+Import the module you need (``from jaxagents_environments.economy.taxation import Taxation``);
 this package imports nothing so that one environment does not pay for the others.
 """

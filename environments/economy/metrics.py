@@ -34,7 +34,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from environments.economy import brackets
+from jaxagents_environments.economy import brackets
 from jaxagents.core.histogram import counts_and_sums
 from jaxagents.core.validate import check_int
 

@@ -51,9 +51,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.economy import brackets as schedule
-from environments.economy.labour import worker_utility
-from environments.economy.taxation import Taxation, TaxationParams
+from jaxagents_environments.economy import brackets as schedule
+from jaxagents_environments.economy.labour import worker_utility
+from jaxagents_environments.economy.taxation import Taxation, TaxationParams
 from jaxagents.core.validate import check_positive_int
 
 WELFARE_WEIGHTS = ("inverse_income", "utilitarian")

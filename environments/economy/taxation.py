@@ -82,10 +82,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.economy import brackets as schedule
-from environments.economy import metrics
-from environments.economy.labour import UTILITIES, worker_utility
-from environments.economy.skills import (
+from jaxagents_environments.economy import brackets as schedule
+from jaxagents_environments.economy import metrics
+from jaxagents_environments.economy.labour import UTILITIES, worker_utility
+from jaxagents_environments.economy.skills import (
     SKILL_DISTRIBUTIONS, SkillParams, check_skill_params, check_skills, default_skill_params, sample_skills,
 )
 from jaxagents.core import Box, Discrete, Env, MultiDiscrete, Role

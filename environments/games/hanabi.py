@@ -51,7 +51,7 @@ the final score). ``info``: ``illegal_action`` (bool) and ``score`` (f32).
 
 Observation, per player from its own seat: HLE's canonical encoding, bit for bit equal
 to OpenSpiel's ``observation_tensor(player)`` (658 features for 2 players, 956, 1041,
-1280 for 3, 4, 5); see ``environments.games.hanabi_obs``.
+1280 for 3, 4, 5); see ``jaxagents_environments.games.hanabi_obs``.
 
 Illegal moves (a masked action, or an action outside ``0 .. num_actions-1``) lose the
 game: the life tokens drop to 0, the score to 0 (reward minus the score so far),
@@ -78,7 +78,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
-from environments.games.hanabi_obs import encode_observations, initial_observations, initial_template, observation_size
+from jaxagents_environments.games.hanabi_obs import encode_observations, initial_observations, initial_template, observation_size
 
 COLORS = "RYGWB"
 NUM_COLORS = 5

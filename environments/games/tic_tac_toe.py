@@ -103,7 +103,7 @@ class TicTacToe(Env):
 
     # ---------------------------------------------------------------- capabilities
     def scripted_policies(self):
-        from environments.games.tic_tac_toe_minimax import minimax_action
+        from jaxagents_environments.games.tic_tac_toe_minimax import minimax_action
 
         def minimax(state, key):  # the player to move plays an optimal move; the other's is ignored
             a = minimax_action(state.board, key)[None]
@@ -112,7 +112,7 @@ class TicTacToe(Env):
         return {"minimax": minimax}
 
     def exact_evaluation(self, params=None):
-        from environments.games.tic_tac_toe_exact import outcomes_vs_minimax
+        from jaxagents_environments.games.tic_tac_toe_exact import outcomes_vs_minimax
 
         return outcomes_vs_minimax
 

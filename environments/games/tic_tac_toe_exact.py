@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.games.tic_tac_toe_minimax import LINES, NUM_BOARDS, POW3, solve
+from jaxagents_environments.games.tic_tac_toe_minimax import LINES, NUM_BOARDS, POW3, solve
 
 ROLES = ("first", "second")
 

@@ -13,11 +13,11 @@
 ``base.py`` describes the two views and the tabular model every environment provides.
 """
 
-from environments.meanfield.base import ROLE, DistState, MeanFieldEnv, check_distribution, normalize_policy
-from environments.meanfield.crowd import CrowdModelling, CrowdParams, CrowdState
-from environments.meanfield.epidemic import Epidemic, EpidemicParams, EpidemicState
-from environments.meanfield.opinion import Opinion, OpinionParams, OpinionState
-from environments.meanfield.policy_eval import policy_exploitability, policy_table
+from jaxagents_environments.meanfield.base import ROLE, DistState, MeanFieldEnv, check_distribution, normalize_policy
+from jaxagents_environments.meanfield.crowd import CrowdModelling, CrowdParams, CrowdState
+from jaxagents_environments.meanfield.epidemic import Epidemic, EpidemicParams, EpidemicState
+from jaxagents_environments.meanfield.opinion import Opinion, OpinionParams, OpinionState
+from jaxagents_environments.meanfield.policy_eval import policy_exploitability, policy_table
 
 __all__ = [
     "ROLE", "DistState", "MeanFieldEnv", "check_distribution", "normalize_policy",

@@ -17,7 +17,7 @@ A mean-field environment has ``S`` individual states, ``A`` actions and a horizo
   agents approaches it like ``1/sqrt(N)``).
 
 Both views are built on the tabular model that subclasses define and that
-``environments.meanfield.solvers`` uses:
+``jaxagents_environments.meanfield.solvers`` uses:
 
 * ``initial_distribution(params) -> f32[S]``;
 * ``transition(nu, t, params) -> f32[S, A, S]``: ``P(s' | s, a)`` given the

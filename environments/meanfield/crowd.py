@@ -63,7 +63,7 @@ from flax import struct
 
 from jaxagents.core import Box, Discrete, Role
 from jaxagents.core.columns import agent_rows
-from environments.meanfield.base import (
+from jaxagents_environments.meanfield.base import (
     ROLE, MeanFieldEnv, check_distribution, check_int_arg, check_range, check_shape, histogram, lookup,
 )
 

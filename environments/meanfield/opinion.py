@@ -46,11 +46,11 @@ from flax import struct
 
 from jaxagents.core import Box, Discrete, Role
 from jaxagents.core.columns import agent_rows
-from environments.meanfield.base import (
+from jaxagents_environments.meanfield.base import (
     ROLE, MeanFieldEnv, check_distribution, check_int_arg, check_range, check_shape, histogram, lookup,
     sample_from_rows,
 )
-from environments.meanfield.graphs import check_graph, make_graph
+from jaxagents_environments.meanfield.graphs import check_graph, make_graph
 
 GOLDEN = 0x9E3779B9  # 2^32 / golden ratio: the Weyl sequence frac(i * 0.618...) in 32-bit fixed point
 

@@ -36,8 +36,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.stats import binom
 
-from environments.meanfield.base import ROLE, lookup
-from environments.meanfield.opinion import Opinion
+from jaxagents_environments.meanfield.base import ROLE, lookup
+from jaxagents_environments.meanfield.opinion import Opinion
 
 TOL = 1e-5  # "within confidence" slack, so that f32 rounding of confidence*(K-1) cannot flip a level
 

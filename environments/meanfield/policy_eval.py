@@ -29,8 +29,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from environments.meanfield import solvers
-from environments.meanfield.base import DistState, MeanFieldEnv
+from jaxagents_environments.meanfield import solvers
+from jaxagents_environments.meanfield.base import DistState, MeanFieldEnv
 
 MODES = ("stochastic", "greedy")
 

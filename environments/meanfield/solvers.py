@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from environments.meanfield.base import MeanFieldEnv, normalize_policy
+from jaxagents_environments.meanfield.base import MeanFieldEnv, normalize_policy
 
 
 @struct.dataclass

@@ -54,13 +54,13 @@ and call ``super().step_env`` with ``params.replace(arena=...)``). The grid worl
 ``grid_*.py`` (level-based foraging, RWARE) are separate and share nothing with the arena.
 """
 
-from environments.robots.arena import ArenaParams, default_arena_params
-from environments.robots.discovery import Discovery
-from environments.robots.foraging import Foraging
-from environments.robots.navigation import Navigation
-from environments.robots.predator_prey import PredatorPrey
-from environments.robots.render import save_gif
-from environments.robots.scenario import RobotScenario
+from jaxagents_environments.robots.arena import ArenaParams, default_arena_params
+from jaxagents_environments.robots.discovery import Discovery
+from jaxagents_environments.robots.foraging import Foraging
+from jaxagents_environments.robots.navigation import Navigation
+from jaxagents_environments.robots.predator_prey import PredatorPrey
+from jaxagents_environments.robots.render import save_gif
+from jaxagents_environments.robots.scenario import RobotScenario
 
 __all__ = [
     "ArenaParams", "default_arena_params", "RobotScenario", "Navigation", "Foraging", "PredatorPrey", "Discovery",

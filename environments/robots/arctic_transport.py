@@ -43,9 +43,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import ARENA_HEIGHT, ARENA_WIDTH, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
-from environments.robots.material_transport import fill_rect
-from environments.robots.scenario import RobotScenario, _check_int, others, pose_features
+from jaxagents_environments.robots.arena import ARENA_HEIGHT, ARENA_WIDTH, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+from jaxagents_environments.robots.material_transport import fill_rect
+from jaxagents_environments.robots.scenario import RobotScenario, _check_int, others, pose_features
 
 GROUND, ICE, WATER, GOAL = range(4)
 TERRAIN_COLOURS = ((205, 190, 160), (200, 235, 245), (90, 140, 215), (150, 210, 140))

@@ -44,9 +44,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from environments.robots.arena import WHEEL_RADIUS, ArenaParams, integrate, pair_metrics, wheel_limits
-from environments.robots.controller import position_controller
-from environments.robots.safety import guard, robust_filter, safety_filter, to_z
+from jaxagents_environments.robots.arena import WHEEL_RADIUS, ArenaParams, integrate, pair_metrics, wheel_limits
+from jaxagents_environments.robots.controller import position_controller
+from jaxagents_environments.robots.safety import guard, robust_filter, safety_filter, to_z
 
 INFO_KEYS = ("min_distance", "collisions", "boundary", "filter_iters", "filter_residual", "filter_intervention")
 METRICS = ("step", "tick")

@@ -47,10 +47,10 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Role
-from environments.robots.arena import X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
-from environments.robots.controller import STAY, waypoints
-from environments.robots.material_transport import fill_rect
-from environments.robots.scenario import RobotScenario, _check_int, others, pose_features
+from jaxagents_environments.robots.arena import X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+from jaxagents_environments.robots.controller import STAY, waypoints
+from jaxagents_environments.robots.material_transport import fill_rect
+from jaxagents_environments.robots.scenario import RobotScenario, _check_int, others, pose_features
 
 CELL_HALF = 0.125  # shelf cells are 0.25 m squares
 MAX_SHELVES = 14  # two rows of at most 7 cells 0.28 m apart between x = -1.1 and 0.6

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.robots.arena import AXLE_LENGTH, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+from jaxagents_environments.robots.arena import AXLE_LENGTH, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
 
 STAY, UP, DOWN, RIGHT, LEFT = range(5)
 ACTION_NAMES = ("stay", "+y", "-y", "+x", "-x")

@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import ARENA_WIDTH, X_MIN, Y_MAX, Y_MIN, ArenaParams, make_grid, spawn_positions
-from environments.robots.scenario import RobotScenario, _check_int, others, pose_features
+from jaxagents_environments.robots.arena import ARENA_WIDTH, X_MIN, Y_MAX, Y_MIN, ArenaParams, make_grid, spawn_positions
+from jaxagents_environments.robots.scenario import RobotScenario, _check_int, others, pose_features
 
 
 @struct.dataclass
@@ -151,7 +151,7 @@ class Discovery(RobotScenario):
         return jnp.concatenate([robots.reshape(-1), marks.reshape(-1).astype(jnp.float32)])
 
     def draw_task(self, canvas, state, params):
-        from environments.robots.render import ROLE_COLOURS
+        from jaxagents_environments.robots.render import ROLE_COLOURS
 
         cap = np.asarray(self.capabilities(params))
         for (x, y, _), (rs, rt) in zip(np.asarray(state.pose), cap):  # reach, in the role's colour

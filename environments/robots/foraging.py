@@ -32,8 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import ArenaParams
-from environments.robots.scenario import RobotScenario, _check_int, others, pose_features
+from jaxagents_environments.robots.arena import ArenaParams
+from jaxagents_environments.robots.scenario import RobotScenario, _check_int, others, pose_features
 
 
 @struct.dataclass

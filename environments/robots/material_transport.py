@@ -46,8 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import ARENA_WIDTH, MAX_SPEED, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
-from environments.robots.scenario import RobotScenario, _check_int, others, pose_features
+from jaxagents_environments.robots.arena import ARENA_WIDTH, MAX_SPEED, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+from jaxagents_environments.robots.scenario import RobotScenario, _check_int, others, pose_features
 
 
 @struct.dataclass

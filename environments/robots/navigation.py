@@ -22,11 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import (
+from jaxagents_environments.robots.arena import (
     X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams, make_grid, pose_draws, poses_from_uniforms, position_draws,
     positions_from_uniforms,
 )
-from environments.robots.scenario import RobotScenario, pose_features
+from jaxagents_environments.robots.scenario import RobotScenario, pose_features
 
 
 @struct.dataclass
@@ -106,7 +106,7 @@ class Navigation(RobotScenario):
         return self.observe(state, params)["robot"].reshape(-1)
 
     def draw_task(self, canvas, state, params):
-        from environments.robots.render import goal_colours
+        from jaxagents_environments.robots.render import goal_colours
 
         colours = goal_colours(self.num_robots)
         for i, g in enumerate(np.asarray(state.goal)):
@@ -114,6 +114,6 @@ class Navigation(RobotScenario):
             canvas.disk(g[0], g[1], 0.02, colours[i])
 
     def robot_colours(self, state, params):
-        from environments.robots.render import goal_colours
+        from jaxagents_environments.robots.render import goal_colours
 
         return goal_colours(self.num_robots)

@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
-from environments.robots.scenario import RobotScenario, others, pose_features
+from jaxagents_environments.robots.arena import X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+from jaxagents_environments.robots.scenario import RobotScenario, others, pose_features
 
 _ANGLES = np.linspace(0, 2 * np.pi, 8, endpoint=False)
 _DIRECTIONS = np.stack([np.cos(_ANGLES), np.sin(_ANGLES)], -1).astype(np.float32)  # [8, 2]

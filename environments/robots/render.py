@@ -13,8 +13,8 @@ import colorsys
 
 import numpy as np
 
-from environments.games.overcooked.render import save_gif  # the shared GIF writer (Pillow)
-from environments.robots.arena import ARENA_HEIGHT, ARENA_WIDTH, X_MIN, Y_MAX
+from jaxagents_environments.games.overcooked.render import save_gif  # the shared GIF writer (Pillow)
+from jaxagents_environments.robots.arena import ARENA_HEIGHT, ARENA_WIDTH, X_MIN, Y_MAX
 
 __all__ = ["Canvas", "render_arena", "save_gif", "goal_colours", "ROLE_COLOURS"]
 

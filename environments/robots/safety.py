@@ -60,7 +60,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.robots.arena import (
+from jaxagents_environments.robots.arena import (
     AXLE_LENGTH, ROBOT_RADIUS, WHEEL_RADIUS, X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams,
 )
 

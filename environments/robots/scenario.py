@@ -59,12 +59,12 @@ import jax.numpy as jnp
 
 from jaxagents.core import Box, Discrete, Env, Role
 from jaxagents.core.validate import check_bool, check_choice, check_float, check_int
-from environments.robots.arena import (
+from jaxagents_environments.robots.arena import (
     X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams, SpawnGrid, check_arena_params, default_arena_params, make_grid,
     spawn_poses,
 )
-from environments.robots.arena_sim import BARRIERS, METRICS, simulate
-from environments.robots.controller import continuous_command, waypoints
+from jaxagents_environments.robots.arena_sim import BARRIERS, METRICS, simulate
+from jaxagents_environments.robots.controller import continuous_command, waypoints
 
 ACTION_MODES = ("discrete", "continuous")
 # the keyword arguments every scenario accepts (through ``**kwargs``)
@@ -166,7 +166,7 @@ class RobotScenario(Env):
 
     def robot_colours(self, state, params) -> np.ndarray:
         """``uint8[N, 3]`` body colours: one colour per role by default."""
-        from environments.robots.render import ROLE_COLOURS
+        from jaxagents_environments.robots.render import ROLE_COLOURS
 
         out = np.zeros((self.num_robots, 3), np.uint8)
         for i, sl in enumerate(self.role_slices.values()):
@@ -231,7 +231,7 @@ class RobotScenario(Env):
     # ------------------------------------------------------------------ picture
     def render(self, state, params=None, scale: float = 150.0) -> np.ndarray:
         """An RGB frame ``uint8[H, W, 3]`` of one unbatched state, ``scale`` pixels per metre."""
-        from environments.robots.render import render_arena
+        from jaxagents_environments.robots.render import render_arena
 
         params = self.default_params() if params is None else params
         return render_arena(self, state, params, scale)

@@ -26,9 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.robots.arena import X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
-from environments.robots.material_transport import fill_rect
-from environments.robots.scenario import RobotScenario, others, pose_features
+from jaxagents_environments.robots.arena import X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams
+from jaxagents_environments.robots.material_transport import fill_rect
+from jaxagents_environments.robots.scenario import RobotScenario, others, pose_features
 
 GREEN, RED = (50, 165, 70), (215, 55, 45)
 

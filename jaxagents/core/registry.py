@@ -98,7 +98,7 @@ def make(env_id: str, **kwargs: Any) -> Env:
 
 
 def _register_builtin() -> None:
-    g = "environments.games"
+    g = "jaxagents_environments.games"
     matrix = f"{g}.matrix:MatrixGame"
     for game, text in [
         ("prisoners_dilemma", "Iterated prisoner's dilemma (T=5, R=3, P=1, S=0)"),
@@ -114,12 +114,12 @@ def _register_builtin() -> None:
     register("overcooked", f"{g}.overcooked:Overcooked", description="Overcooked (Carroll et al. 2019), five classic layouts or ASCII")
     register("hanabi", f"{g}.hanabi:Hanabi", description="Hanabi (HLE rules, canonical observation), 2-5 players")
     register("negotiation", f"{g}.negotiation:Negotiation", description="SPIRAL simple negotiation, discrete offers")
-    e = "environments.economy"
+    e = "jaxagents_environments.economy"
     register("taxation", f"{e}.taxation:Taxation", description="Stackelberg labour/tax game: N workers choose hours, a planner sets bracket rates every K worker steps (GB2/Pareto/uniform skills, flat/three/US brackets, lump-sum rebate)")
     register("macro", f"{e}.macro:MacroEconomy", description="Macro economy (EconGym roles): households, firms, bank, government, central bank; stock-flow consistent")
     register("macro_central_bank", f"{e}.macro.scripted:CentralBankEconomy", description="Macro economy, central bank only: households, firms, bank and government follow scripted rules (ScriptedRoles)")
     register("market", f"{e}.market:Market", description="Gather-craft-trade market (AI Economist GTB, flattened like EconoJax): unit-order double auction per resource, periodic bracket tax")
-    r = "environments.robots"
+    r = "jaxagents_environments.robots"
     register("robots_navigation", f"{r}.navigation:Navigation", description="Robotarium arena: each robot drives to its own goal (CBF safety filter)")
     register("robots_foraging", f"{r}.foraging:Foraging", description="Robotarium arena: level-based foraging on robots")
     register("robots_predator_prey", f"{r}.predator_prey:PredatorPrey", description="Robotarium arena: predators chase a heuristic prey")
@@ -130,7 +130,7 @@ def _register_builtin() -> None:
     register("robots_continuous_rware", f"{r}.continuous_rware:ContinuousRware", description="Robotarium arena: robots fetch requested shelves, deliver them and return them")
     register("lbf", f"{r}.grid_lbf:LevelBasedForaging", description="Level-based foraging on a grid (lbforaging 2.0.0 rules; default Foraging-8x8-2p-2f-v3)")
     register("rware", f"{r}.grid_rware:RobotWarehouse", description="Robotic warehouse on a grid (rware 2.0.0 rules; default rware-tiny-2ag-v2)")
-    mf = "environments.meanfield"
+    mf = "jaxagents_environments.meanfield"
     register("mf_opinion", f"{mf}:Opinion", description="Mean-field adoption/opinion dynamics, population-wide social influence (agent view; distributional view via .dist_*)")
     register("mf_opinion_network", f"{mf}:Opinion", num_levels=5, graph="random", degree=8, description="Mean-field opinion dynamics on a fixed-degree random graph, 5 opinion levels")
     register("mf_epidemic", f"{mf}:Epidemic", description="SIR epidemic where each agent chooses its contact level (mean-field game; equilibrium vs social optimum)")

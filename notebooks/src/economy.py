@@ -8,7 +8,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 cells = [
     new_markdown_cell("""# Taxing 100,000 households: Saez, the US schedule, a flat tax and a learned planner
 
-`environments.economy.taxation` is the LLM Economist's / AI Economist's one-step economy as a Stackelberg game:
+`jaxagents_environments.economy.taxation` is the LLM Economist's / AI Economist's one-step economy as a Stackelberg game:
 `N` workers with heavy-tailed skills (hourly wages drawn from the GB2 fitted to US incomes) choose their hours;
 a planner sets the marginal rates of a piecewise-linear income tax whose revenue is rebated lump-sum.
 
@@ -27,10 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 import matplotlib.pyplot as plt
 
-from environments.economy import brackets, metrics, policies
-from environments.economy.labour import worker_utility
-from environments.economy.skills import sample_skills
-from environments.economy.taxation import Taxation
+from jaxagents_environments.economy import brackets, metrics, policies
+from jaxagents_environments.economy.labour import worker_utility
+from jaxagents_environments.economy.skills import sample_skills
+from jaxagents_environments.economy.taxation import Taxation
 
 SMALL = os.environ.get("JAXAGENTS_SMALL") == "1"
 N = 10_000 if SMALL else 100_000

@@ -8,7 +8,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 cells = [
     new_markdown_cell("""# Mean-field social simulation: a million agents, two views
 
-Every environment in `environments.meanfield` comes in two views of the same dynamics:
+Every environment in `jaxagents_environments.meanfield` comes in two views of the same dynamics:
 
 * the **agent view** — the usual `Env` API with one role `"agent"` of `N` agents, each observing its own
   state and a small summary of the population (10^6 agents fit in one environment on a laptop);
@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 import matplotlib.pyplot as plt
 
-from environments.meanfield import Opinion, Epidemic, CrowdModelling, solvers
-from environments.meanfield import opinion_policies as op
+from jaxagents_environments.meanfield import Opinion, Epidemic, CrowdModelling, solvers
+from jaxagents_environments.meanfield import opinion_policies as op
 
 SMALL = os.environ.get("JAXAGENTS_SMALL") == "1"
 N = 10**4 if SMALL else 10**6

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.games.matrix import MatrixGame
+from jaxagents_environments.games.matrix import MatrixGame
 from jaxagents.core.wrappers import ScriptedRoles, VecEnv
 
 PD = MatrixGame("prisoners_dilemma", horizon=10)

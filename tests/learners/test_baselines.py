@@ -3,7 +3,7 @@ compile: building traces nothing but shapes)."""
 
 import pytest
 
-from baselines._main import CONFIG_DIR, configs, resolve
+from jaxagents_baselines._main import CONFIG_DIR, configs, resolve
 from jaxagents import runner
 
 
@@ -22,7 +22,7 @@ def test_unknown_config_lists_bundled():
 
 
 def test_learner_mismatch(tmp_path):
-    from baselines._main import main
+    from jaxagents_baselines._main import main
 
     with pytest.raises(SystemExit, match="selfplay config"):
         main("ippo", "selfplay_kuhn", ["selfplay_kuhn"])

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from environments.robots.scenario import RobotScenario
+from jaxagents_environments.robots.scenario import RobotScenario
 from jaxagents import runner
 from jaxagents.core import Discrete
 from jaxagents.learners import ppo

@@ -103,8 +103,8 @@ def test_tic_tac_toe_exact_minimax_evaluation_through_merged_roles():
     """Self-play's view of the game's exact evaluator: MergeRoles encodes each seat's
     observation exactly as the merged env does, a perfect shared policy never loses,
     a bad one does (the evaluator itself: tests/environments/games/test_tic_tac_toe_exact.py)."""
-    from environments.games.tic_tac_toe_exact import board_observation
-    from environments.games.tic_tac_toe_minimax import minimax_q
+    from jaxagents_environments.games.tic_tac_toe_exact import board_observation
+    from jaxagents_environments.games.tic_tac_toe_minimax import minimax_q
     from jaxagents.core.wrappers import FlattenObservation
     from jaxagents.learners.selfplay import merge
 

@@ -7,14 +7,14 @@ Taylor-rule central bank (a scripted baseline) in ``taylor.py``; scripted rules 
 other roles and ``CentralBankEconomy`` (only the central bank learns) in ``scripted.py``.
 """
 
-from environments.economy.macro.dynamics import hsv_tax, production, ration
-from environments.economy.macro.env import ACTION_DIMS, INFO_KEYS, PRICE_MAX, PRICE_MIN, ROLES, MacroEconomy
-from environments.economy.macro.obs import (
+from jaxagents_environments.economy.macro.dynamics import hsv_tax, production, ration
+from jaxagents_environments.economy.macro.env import ACTION_DIMS, INFO_KEYS, PRICE_MAX, PRICE_MIN, ROLES, MacroEconomy
+from jaxagents_environments.economy.macro.obs import (
     BANK_FEATURES, FIRM_FEATURES, GLOBAL_FEATURES, GOVERNMENT_FEATURES, HOUSEHOLD_FEATURES,
 )
-from environments.economy.macro.params import DEFAULTS, MacroParams, MacroState
-from environments.economy.macro.scripted import CentralBankEconomy, ScriptedEconomy, scripted_policies
-from environments.economy.macro.taylor import TaylorRule, taylor_action, taylor_rate
+from jaxagents_environments.economy.macro.params import DEFAULTS, MacroParams, MacroState
+from jaxagents_environments.economy.macro.scripted import CentralBankEconomy, ScriptedEconomy, scripted_policies
+from jaxagents_environments.economy.macro.taylor import TaylorRule, taylor_action, taylor_rate
 
 __all__ = [
     "MacroEconomy", "MacroParams", "MacroState", "DEFAULTS", "ROLES", "ACTION_DIMS", "INFO_KEYS",

@@ -98,10 +98,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.economy.macro import dynamics as dyn
-from environments.economy.macro import obs as macro_obs
-from environments.economy.macro.params import MacroParams, MacroState, check_params
-from environments.economy.metrics import gini
+from jaxagents_environments.economy.macro import dynamics as dyn
+from jaxagents_environments.economy.macro import obs as macro_obs
+from jaxagents_environments.economy.macro.params import MacroParams, MacroState, check_params
+from jaxagents_environments.economy.metrics import gini
 from jaxagents.core import Box, Env, Role
 
 PRICE_MIN, PRICE_MAX = 1e-4, 1e4

@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from environments.economy.macro.dynamics import safe_ratio
+from jaxagents_environments.economy.macro.dynamics import safe_ratio
 
 OBS_CLIP = 1e6
 

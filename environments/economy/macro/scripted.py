@@ -49,8 +49,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import struct
 
-from environments.economy.macro.env import MacroEconomy
-from environments.economy.macro.obs import FIRM_FEATURES, GLOBAL_FEATURES, GLOBAL_INDEX, HOUSEHOLD_FEATURES
+from jaxagents_environments.economy.macro.env import MacroEconomy
+from jaxagents_environments.economy.macro.obs import FIRM_FEATURES, GLOBAL_FEATURES, GLOBAL_INDEX, HOUSEHOLD_FEATURES
 from jaxagents.core.wrappers.scripted import ScriptedRoles
 
 _G = len(GLOBAL_FEATURES)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from environments.economy.macro.obs import GLOBAL_INDEX
+from jaxagents_environments.economy.macro.obs import GLOBAL_INDEX
 
 
 @struct.dataclass

@@ -6,9 +6,9 @@ matching rule in ``auction.py``, the action layout, masks, recipe, tax and utili
 ``rules.py``, params and state in ``params.py``, the observations in ``obs.py``.
 """
 
-from environments.economy.market.auction import ASK, BID, EMPTY, OrderBook, match
-from environments.economy.market.env import Market
-from environments.economy.market.params import MarketParams, MarketState
-from environments.economy.market.rules import ActionLayout
+from jaxagents_environments.economy.market.auction import ASK, BID, EMPTY, OrderBook, match
+from jaxagents_environments.economy.market.env import Market
+from jaxagents_environments.economy.market.params import MarketParams, MarketState
+from jaxagents_environments.economy.market.rules import ActionLayout
 
 __all__ = ["Market", "MarketParams", "MarketState", "OrderBook", "match", "ActionLayout", "BID", "ASK", "EMPTY"]

@@ -64,12 +64,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.economy.market import obs as obs_lib
-from environments.economy.market import params as params_lib
-from environments.economy.market import rules
-from environments.economy.market.auction import ASK, BID, EMPTY, OrderBook, arrival_ranks, key_bits, match, rank_bits
-from environments.economy.market.params import MarketParams, MarketState, check_int
-from environments.economy.metrics import gini
+from jaxagents_environments.economy.market import obs as obs_lib
+from jaxagents_environments.economy.market import params as params_lib
+from jaxagents_environments.economy.market import rules
+from jaxagents_environments.economy.market.auction import ASK, BID, EMPTY, OrderBook, arrival_ranks, key_bits, match, rank_bits
+from jaxagents_environments.economy.market.params import MarketParams, MarketState, check_int
+from jaxagents_environments.economy.metrics import gini
 from jaxagents.core import Box, Discrete, Env, MultiDiscrete, Role
 
 # EconoJax's Dutch brackets scaled down by 100 (lower edges, coin per tax period).

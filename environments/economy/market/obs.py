@@ -25,7 +25,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from environments.economy.market import auction, rules
+from jaxagents_environments.economy.market import auction, rules
 
 COIN, GOODS, LABOUR = 100.0, 10.0, 100.0
 

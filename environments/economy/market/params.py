@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from environments.economy.market.auction import OrderBook
+from jaxagents_environments.economy.market.auction import OrderBook
 
 
 @struct.dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from environments.economy.market.auction import ASK, BID, OrderBook
+from jaxagents_environments.economy.market.auction import ASK, BID, OrderBook
 
 NOOP = 0
 

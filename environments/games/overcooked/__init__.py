@@ -5,10 +5,10 @@ the ASCII layout format in ``layouts.py``, the 26-channel observation in ``obs.p
 the RGB renderer and GIF export in ``render.py``.
 """
 
-from environments.games.overcooked.env import ACTION_NAMES, Overcooked, OvercookedParams, OvercookedState
-from environments.games.overcooked.layouts import CLASSIC_LAYOUTS, Layout, get_layout, parse_layout
-from environments.games.overcooked.obs import CHANNELS
-from environments.games.overcooked.render import render_state, save_gif
+from jaxagents_environments.games.overcooked.env import ACTION_NAMES, Overcooked, OvercookedParams, OvercookedState
+from jaxagents_environments.games.overcooked.layouts import CLASSIC_LAYOUTS, Layout, get_layout, parse_layout
+from jaxagents_environments.games.overcooked.obs import CHANNELS
+from jaxagents_environments.games.overcooked.render import render_state, save_gif
 
 __all__ = [
     "Overcooked", "OvercookedParams", "OvercookedState", "ACTION_NAMES", "CHANNELS",

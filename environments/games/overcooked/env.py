@@ -59,9 +59,9 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
-from environments.games.overcooked import obs as obs_lib
-from environments.games.overcooked.layouts import COUNTER, DISH_PILE, FLOOR, ONION_PILE, POT, SERVE, Layout, get_layout
-from environments.games.overcooked.obs import DISH, NOTHING, ONION, SOUP_BASE
+from jaxagents_environments.games.overcooked import obs as obs_lib
+from jaxagents_environments.games.overcooked.layouts import COUNTER, DISH_PILE, FLOOR, ONION_PILE, POT, SERVE, Layout, get_layout
+from jaxagents_environments.games.overcooked.obs import DISH, NOTHING, ONION, SOUP_BASE
 
 UP, DOWN, RIGHT, LEFT, STAY, INTERACT = range(6)
 ACTION_NAMES = ("up", "down", "right", "left", "stay", "interact")
@@ -342,6 +342,6 @@ class Overcooked(Env):
 
     def render(self, state, params=None, tile: int = 32):
         """An RGB picture ``uint8[H*tile, W*tile, 3]`` of one (unbatched) state."""
-        from environments.games.overcooked.render import render_state
+        from jaxagents_environments.games.overcooked.render import render_state
 
         return render_state(self.layout, state, tile=tile)

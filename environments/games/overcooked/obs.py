@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.games.overcooked.layouts import COUNTER, DISH_PILE, ONION_PILE, POT, SERVE, Layout
+from jaxagents_environments.games.overcooked.layouts import COUNTER, DISH_PILE, ONION_PILE, POT, SERVE, Layout
 
 NUM_CHANNELS = 26
 URGENCY_STEPS = 40  # urgency is on while horizon - t < URGENCY_STEPS

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from environments.games.overcooked.layouts import COUNTER, DISH_PILE, FLOOR, ONION_PILE, POT, SERVE, Layout
-from environments.games.overcooked.obs import DISH, NOTHING, ONION, SOUP_BASE
+from jaxagents_environments.games.overcooked.layouts import COUNTER, DISH_PILE, FLOOR, ONION_PILE, POT, SERVE, Layout
+from jaxagents_environments.games.overcooked.obs import DISH, NOTHING, ONION, SOUP_BASE
 
 _TILE_COLOURS = {
     FLOOR: (225, 225, 225),

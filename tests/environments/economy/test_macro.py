@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from environments.economy.macro import (
+from jaxagents_environments.economy.macro import (
     GLOBAL_FEATURES, INFO_KEYS, PRICE_MAX, PRICE_MIN, MacroEconomy, MacroParams, TaylorRule,
     taylor_action, taylor_rate,
 )
-from environments.economy.macro import dynamics as dyn
-from environments.economy.metrics import gini
+from jaxagents_environments.economy.macro import dynamics as dyn
+from jaxagents_environments.economy.metrics import gini
 
 N, M = 7, 3
 ENV = MacroEconomy(N, M)

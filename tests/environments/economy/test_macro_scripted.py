@@ -8,13 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.economy.macro import dynamics as dyn
-from environments.economy.macro.obs import FIRM_FEATURES, GLOBAL_FEATURES, GLOBAL_INDEX, HOUSEHOLD_FEATURES
-from environments.economy.macro.scripted import (
+from jaxagents_environments.economy.macro import dynamics as dyn
+from jaxagents_environments.economy.macro.obs import FIRM_FEATURES, GLOBAL_FEATURES, GLOBAL_INDEX, HOUSEHOLD_FEATURES
+from jaxagents_environments.economy.macro.scripted import (
     CentralBankEconomy, ScriptedEconomy, firm_action, government_action, household_action,
 )
-from environments.economy.macro.params import MacroParams
-from environments.economy.macro.taylor import taylor_action
+from jaxagents_environments.economy.macro.params import MacroParams
+from jaxagents_environments.economy.macro.taylor import taylor_action
 
 P = MacroParams.make()
 R = ScriptedEconomy()

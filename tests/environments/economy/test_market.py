@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from environments.economy.market import ASK, BID, EMPTY, Market, OrderBook, match, rules
-from environments.economy.market.auction import arrival_ranks
-from environments.economy.metrics import gini
+from jaxagents_environments.economy.market import ASK, BID, EMPTY, Market, OrderBook, match, rules
+from jaxagents_environments.economy.market.auction import arrival_ranks
+from jaxagents_environments.economy.metrics import gini
 from jaxagents import random_actions
 
 N, R, K, T = 8, 2, 3, 30

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from environments.economy import metrics
+from jaxagents_environments.economy import metrics
 
 gini = jax.jit(metrics.gini)
 gini_binned = jax.jit(metrics.gini_binned, static_argnames=("bins_per_octave", "octaves"))

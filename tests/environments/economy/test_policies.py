@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from environments.economy import brackets, policies, skills
-from environments.economy.taxation import Taxation
+from jaxagents_environments.economy import brackets, policies, skills
+from jaxagents_environments.economy.taxation import Taxation
 
 US = np.array(brackets.BRACKET_SETS["us_federal"])
 THREE = np.array(brackets.BRACKET_SETS["three"])

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from environments.economy import brackets, skills
-from environments.economy.taxation import SWFS, Taxation
+from jaxagents_environments.economy import brackets, skills
+from jaxagents_environments.economy.taxation import SWFS, Taxation
 
 N = 16
 US = np.array(brackets.BRACKET_SETS["us_federal"])

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from environments.games.hanabi import STANDARD_DECK, Hanabi, HanabiState
+from jaxagents_environments.games.hanabi import STANDARD_DECK, Hanabi, HanabiState
 
 STEPS = 80  # the longest recorded 2-player game took 74 moves
 GAMES = {2: 500, 3: 100, 4: 60, 5: 60}  # the slow test plays many more

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from environments.games.kuhn import DEALS, HISTORIES, ROLES, KuhnParams, KuhnPoker
+from jaxagents_environments.games.kuhn import DEALS, HISTORIES, ROLES, KuhnParams, KuhnPoker
 
 SEQUENCES = ("pp", "pbp", "pbb", "bp", "bb")  # every complete hand
 HANDS = 5  # SPIRAL's multi-hand variant

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from environments.games.leduc import DEALS, ROLES, LeducPoker
+from jaxagents_environments.games.leduc import DEALS, ROLES, LeducPoker
 
 GAMES = 2400  # 20 random playouts from each of the 120 deals
 STEPS = 9  # the longest game has 8 actions; the extra step checks that a finished game stays put

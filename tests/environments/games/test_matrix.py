@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from environments.games.matrix import GAMES
+from jaxagents_environments.games.matrix import GAMES
 
 # The published payoffs, written out independently of the module's table:
 # (row action, column action) -> (row payoff, column payoff)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from environments.games.negotiation import Negotiation
+from jaxagents_environments.games.negotiation import Negotiation
 
 
 @pytest.fixture(scope="module")

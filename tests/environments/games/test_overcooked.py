@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.games.overcooked import CLASSIC_LAYOUTS, Overcooked, OvercookedState, parse_layout, save_gif
-from environments.games.overcooked.layouts import COUNTER, DISH_PILE, FLOOR, ONION_PILE, POT, SERVE
+from jaxagents_environments.games.overcooked import CLASSIC_LAYOUTS, Overcooked, OvercookedState, parse_layout, save_gif
+from jaxagents_environments.games.overcooked.layouts import COUNTER, DISH_PILE, FLOOR, ONION_PILE, POT, SERVE
 
 LAYOUTS = list(CLASSIC_LAYOUTS)
 JAXMARL_NAMES = {

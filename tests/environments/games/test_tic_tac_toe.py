@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import jaxagents
-from environments.games.tic_tac_toe import TicTacToe
-from environments.games.tic_tac_toe_minimax import board_index, minimax_action, minimax_q, solve
+from jaxagents_environments.games.tic_tac_toe import TicTacToe
+from jaxagents_environments.games.tic_tac_toe_minimax import board_index, minimax_action, minimax_q, solve
 
 GAMES = 300
 

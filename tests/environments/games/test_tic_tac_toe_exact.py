@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxagents
-from environments.games.tic_tac_toe_exact import board_observation, outcomes_vs_minimax, positions
-from environments.games.tic_tac_toe_minimax import minimax_q
+from jaxagents_environments.games.tic_tac_toe_exact import board_observation, outcomes_vs_minimax, positions
+from jaxagents_environments.games.tic_tac_toe_minimax import minimax_q
 
 
 def test_positions_table():

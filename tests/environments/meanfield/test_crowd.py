@@ -26,9 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.meanfield import CrowdModelling
-from environments.meanfield.crowd import MOVES
-from environments.meanfield import solvers
+from jaxagents_environments.meanfield import CrowdModelling
+from jaxagents_environments.meanfield.crowd import MOVES
+from jaxagents_environments.meanfield import solvers
 
 pyspiel = pytest.importorskip("pyspiel")
 os_policy = pytest.importorskip("open_spiel.python.policy")

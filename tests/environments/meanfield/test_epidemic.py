@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.meanfield import Epidemic
-from environments.meanfield import solvers
+from jaxagents_environments.meanfield import Epidemic
+from jaxagents_environments.meanfield import solvers
 
 evaluate = jax.jit(solvers.evaluate, static_argnums=0)  # welfare = .value, the flow = .mu
 

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.meanfield import CrowdModelling, Epidemic, Opinion
-from environments.meanfield import solvers
+from jaxagents_environments.meanfield import CrowdModelling, Epidemic, Opinion
+from jaxagents_environments.meanfield import solvers
 
 REPLICATES = 4
 

@@ -7,9 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from environments.meanfield import Opinion
-from environments.meanfield import graphs
-from environments.meanfield import opinion_policies as op
+from jaxagents_environments.meanfield import Opinion
+from jaxagents_environments.meanfield import graphs
+from jaxagents_environments.meanfield import opinion_policies as op
 
 rollout_dist = jax.jit(op.rollout_dist, static_argnums=(0, 1, 3))
 rollout_agents = jax.jit(op.rollout_agents, static_argnums=(0, 1, 4))

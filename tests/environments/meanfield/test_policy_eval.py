@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.meanfield import CrowdModelling, Epidemic, solvers
-from environments.meanfield.policy_eval import action_probs, policy_exploitability, policy_table
+from jaxagents_environments.meanfield import CrowdModelling, Epidemic, solvers
+from jaxagents_environments.meanfield.policy_eval import action_probs, policy_exploitability, policy_table
 
 
 def table_logits_fn(env, table):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from environments.meanfield import CrowdModelling, Epidemic, Opinion
+from jaxagents_environments.meanfield import CrowdModelling, Epidemic, Opinion
 from jaxagents.core.rng import agent_uniforms
 
 N, STEPS = 200, 6

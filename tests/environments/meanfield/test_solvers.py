@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.meanfield import CrowdModelling, Opinion
-from environments.meanfield import solvers
+from jaxagents_environments.meanfield import CrowdModelling, Opinion
+from jaxagents_environments.meanfield import solvers
 
 ITERS = 30
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from environments.robots import Discovery, Foraging, Navigation, PredatorPrey
-from environments.robots import arena
-from environments.robots.arena import AXLE_LENGTH, DT, WHEEL_RADIUS, default_arena_params, integrate, wheel_limits
-from environments.robots.controller import continuous_command, position_controller, waypoints
+from jaxagents_environments.robots import Discovery, Foraging, Navigation, PredatorPrey
+from jaxagents_environments.robots import arena
+from jaxagents_environments.robots.arena import AXLE_LENGTH, DT, WHEEL_RADIUS, default_arena_params, integrate, wheel_limits
+from jaxagents_environments.robots.controller import continuous_command, position_controller, waypoints
 
 P1 = default_arena_params(1)
 

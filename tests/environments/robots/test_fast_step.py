@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.robots import Navigation
-from environments.robots.arena import default_arena_params, pair_metrics
-from environments.robots.safety import ROBUST_DISTURBANCE, robust_filter, robust_rows
+from jaxagents_environments.robots import Navigation
+from jaxagents_environments.robots.arena import default_arena_params, pair_metrics
+from jaxagents_environments.robots.safety import ROBUST_DISTURBANCE, robust_filter, robust_rows
 
 _spec = importlib.util.spec_from_file_location("arena_golden", os.path.join(os.path.dirname(__file__), "arena_golden.py"))
 golden = importlib.util.module_from_spec(_spec)
@@ -75,8 +75,8 @@ def test_robust_rows_add_the_disturbance_hull():
     """The robust bound minus ours is ``max_w (a_i . w) + max_w (a_j . w)`` over the
     vertices ``w`` of the box ``[-d, d]^2`` of wheel-speed disturbances, with ``a_i`` the
     pair row's coefficients on robot ``i``'s wheel speeds (normalised rows)."""
-    from environments.robots.arena import AXLE_LENGTH, WHEEL_RADIUS
-    from environments.robots.safety import pair_rows
+    from jaxagents_environments.robots.arena import AXLE_LENGTH, WHEEL_RADIUS
+    from jaxagents_environments.robots.safety import pair_rows
 
     rng = np.random.default_rng(0)
     pose = jnp.asarray(np.c_[rng.uniform(-1, 1, (5, 2)), rng.uniform(-np.pi, np.pi, 5)], jnp.float32)

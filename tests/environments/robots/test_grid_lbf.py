@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from environments.robots.grid_lbf import LOAD, LevelBasedForaging
+from jaxagents_environments.robots.grid_lbf import LOAD, LevelBasedForaging
 
 N_EPISODES = 200
 # Non-square, partial observability (the reference's window quirks near the border).

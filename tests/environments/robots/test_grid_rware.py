@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.robots.grid_rware import RobotWarehouse, RWAREState, make_layout, parse_layout
-from environments.robots.grid_rware_moves import resolve_moves
+from jaxagents_environments.robots.grid_rware import RobotWarehouse, RWAREState, make_layout, parse_layout
+from jaxagents_environments.robots.grid_rware_moves import resolve_moves
 
 LAYOUT = """
 ........

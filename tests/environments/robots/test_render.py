@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from environments.robots import Discovery, Foraging, Navigation, PredatorPrey, save_gif
-from environments.robots.navigation import NavigationState
-from environments.robots.render import BACKGROUND, BORDER, goal_colours
+from jaxagents_environments.robots import Discovery, Foraging, Navigation, PredatorPrey, save_gif
+from jaxagents_environments.robots.navigation import NavigationState
+from jaxagents_environments.robots.render import BACKGROUND, BORDER, goal_colours
 
 
 def _pixel(x, y, scale):

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxagents
-from environments.robots import Navigation
-from environments.robots.arena import AXLE_LENGTH, DT, default_arena_params, integrate, make_grid, spawn_poses
-from environments.robots.arena_sim import simulate
-from environments.robots.safety import guard, project_hexagon, safety_filter
+from jaxagents_environments.robots import Navigation
+from jaxagents_environments.robots.arena import AXLE_LENGTH, DT, default_arena_params, integrate, make_grid, spawn_poses
+from jaxagents_environments.robots.arena_sim import simulate
+from jaxagents_environments.robots.safety import guard, project_hexagon, safety_filter
 
 GAMMA, R, L = 150.0, 0.2, 0.05
 K = AXLE_LENGTH / (2 * L)

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from jaxagents.core import Box, Discrete
-from environments.robots import Discovery, Foraging, Navigation, PredatorPrey
-from environments.robots.discovery import DiscoveryState
-from environments.robots.foraging import ForagingState
-from environments.robots.navigation import NavigationState
-from environments.robots.predator_prey import PredatorPreyState, prey_move
+from jaxagents_environments.robots import Discovery, Foraging, Navigation, PredatorPrey
+from jaxagents_environments.robots.discovery import DiscoveryState
+from jaxagents_environments.robots.foraging import ForagingState
+from jaxagents_environments.robots.navigation import NavigationState
+from jaxagents_environments.robots.predator_prey import PredatorPreyState, prey_move
 
 KEY = jax.random.key(0)
 

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxagents.core import Box, Discrete
-from environments.robots.arctic_transport import GOAL, GROUND, ICE, WATER, ArcticState, ArcticTransport
-from environments.robots.continuous_rware import ContinuousRware, RwareState
-from environments.robots.material_transport import MaterialTransport, TransportState
-from environments.robots.warehouse import Warehouse, WarehouseState
+from jaxagents_environments.robots.arctic_transport import GOAL, GROUND, ICE, WATER, ArcticState, ArcticTransport
+from jaxagents_environments.robots.continuous_rware import ContinuousRware, RwareState
+from jaxagents_environments.robots.material_transport import MaterialTransport, TransportState
+from jaxagents_environments.robots.warehouse import Warehouse, WarehouseState
 
 KEY = jax.random.key(0)
 T0 = jnp.zeros((), jnp.int32)
@@ -537,7 +537,7 @@ def test_render_draws_the_objects_where_they_are(arc, rw):
 
     env, state = arc.env, _first(arc.start)
     img, terrain = env.render(state), np.asarray(state.terrain)
-    from environments.robots.arctic_transport import TERRAIN_COLOURS
+    from jaxagents_environments.robots.arctic_transport import TERRAIN_COLOURS
 
     for r, c in [(0, 0), (2, 5), (5, 11), (6, 3)]:  # tile centres (robots are in the bottom row)
         np.testing.assert_array_equal(px(img, -1.6 + (c + 0.5) * env.tile_w, 1.0 - (r + 0.5) * env.tile_h),

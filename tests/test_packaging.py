@@ -1,0 +1,42 @@
+"""Import names and the dependency direction: the folders environments/ and
+baselines/ install as jaxagents_environments and jaxagents_baselines (never as the
+plain names, which other packages own), and jaxagents/ imports nothing from them."""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_jaxagents_imports_no_environment():
+    offenders = []
+    for path in (ROOT / "jaxagents").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                          if n.split(".")[0] in ("jaxagents_environments", "environments", "jaxagents_baselines", "baselines")]
+    assert not offenders, offenders
+
+
+def test_installed_import_names(tmp_path):
+    code = (
+        "import importlib.util as u, os\n"
+        "import jaxagents_environments.games.kuhn, jaxagents_baselines._main as b\n"
+        "assert os.path.isdir(b.CONFIG_DIR)\n"
+        "root = os.environ['ROOT']\n"
+        "for plain in ('environments', 'baselines'):\n"
+        "    spec = u.find_spec(plain)\n"
+        "    assert spec is None or not (spec.origin or '').startswith(root), (plain, spec)\n"
+        "import jaxagents\n"
+        "assert type(jaxagents.make('kuhn_poker')).__module__ == 'jaxagents_environments.games.kuhn'\n"
+    )
+    env = {**os.environ, "ROOT": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
