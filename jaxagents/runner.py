@@ -9,6 +9,11 @@ the segment's metrics are logged. A killed run restarted with ``resume`` restore
 the last checkpoint and replays the same segments, so its results are
 bit-identical to an uninterrupted run.
 
+(Over 400 lines because ``run`` is one ordered sequence -- check, lay out, restore,
+segments, divergence, results -- with the helpers only it uses; configs, building,
+run directories, the results table and checkpoints are ``config.py``, ``build.py``,
+``rundir.py``, ``results.py`` and ``checkpoint.py``.)
+
 Nothing is lost or overwritten:
 
 * everything is checked before the run directory is created -- every config
@@ -61,8 +66,10 @@ import numpy as np
 from jaxagents import config as configs
 from jaxagents import tracking
 from jaxagents.checkpoint import Checkpointer
-from jaxagents.core.validate import check_bool, check_float, check_int
+from jaxagents.core.validate import check_int
 from jaxagents.population.distributed import gather
+from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
+from jaxagents.results import Progress, final_metrics, format_results
 from jaxagents.rundir import check_new_run_dir, default_run_dir, lay_out
 from jaxagents.rundir import primary as _primary
 
@@ -143,90 +150,6 @@ def read_run_config(run_dir: str) -> dict:
     return prepare(configs.read_yaml(path))
 
 
-# ----------------------------------------------------------------------- building
-
-
-def make_env(spec: dict):
-    """``{id, kwargs, params}`` -> ``(env, env_params)``."""
-    env_id, kwargs = spec["id"], dict(spec.get("kwargs") or {})
-    if env_id.startswith("jaxmarl:"):
-        from jaxagents.compat import from_jaxmarl, make_jaxmarl
-
-        env = from_jaxmarl(make_jaxmarl(env_id, **kwargs))  # SMAX map and Overcooked layout names resolved
-    else:
-        import jaxagents
-
-        env = jaxagents.make(env_id, **kwargs)
-    params = env.default_params()
-    overrides = dict(spec.get("params") or {})
-    if overrides:
-        params = params.replace(**_env_param_values(params, overrides))
-    env.validate_params(params)
-    return env, params
-
-
-def _env_param_values(params, overrides: dict) -> dict:
-    """``env.params`` overrides checked against the fields of ``params`` (names, and
-    the kind of each scalar: an integer field takes an integer, not ``2.5``) and cast
-    to their dtypes."""
-    import dataclasses
-
-    fields = [f.name for f in dataclasses.fields(params)]
-    out = {}
-    for k, v in overrides.items():
-        if k not in fields:
-            raise configs.unknown_key("env.params", k, fields)
-        ref = np.asarray(getattr(params, k))
-        name = f"env.params.{k}"
-        if ref.ndim == 0:
-            if ref.dtype == bool:
-                v = check_bool(name, v)
-            elif np.issubdtype(ref.dtype, np.integer):
-                v = check_int(name, int(v) if isinstance(v, float) and v.is_integer() else v)
-            elif np.issubdtype(ref.dtype, np.floating):
-                v = check_float(name, v)
-        try:
-            value = jnp.asarray(v, ref.dtype)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{name} must be an array like {ref.tolist()!r} ({ref.dtype}), got {v!r}: {e}") from None
-        if value.shape != ref.shape:
-            raise ValueError(f"{name} must have shape {ref.shape} (like {ref.tolist()!r}), got shape {value.shape}")
-        out[k] = value
-    return out
-
-
-def build(config: dict, callback=None):
-    """``config`` -> what the run trains: the learner, or, with a ``population``
-    section, a ``Population`` of it (both have ``init``/``update``/``evaluate``,
-    ``num_updates``). ``callback(update, metrics)`` is called once per update."""
-    if config.get("population") is None:
-        return build_learner(config, callback)
-    from jaxagents.population.config import PopulationConfig, build_population, learner_kwargs
-
-    cfg = PopulationConfig(**config["population"])
-    return build_population(cfg, build_learner(config, **learner_kwargs(config["population"])), callback=callback)
-
-
-def build_learner(config: dict, callback=None, **kwargs):
-    """``config`` -> the learner (``init``/``update``/``evaluate``, ``num_updates``);
-    ``kwargs`` go to ``make_train`` (a population's data axis)."""
-    from jaxagents.learners import ppo, selfplay
-
-    env, env_params = make_env(config["env"])
-    section = dict(config.get("train") or {})
-    if config["learner"] == "mappo":
-        section["central_critic"] = True
-    try:
-        cfg = (selfplay.SelfPlayConfig if config["learner"] == "selfplay" else ppo.PPOConfig)(**section)
-    except (TypeError, ValueError) as e:  # the config's own checks (ranges, cross-field rules)
-        raise ValueError(f"train section: {e}") from None
-    make = selfplay.make_train if config["learner"] == "selfplay" else ppo.make_train
-    try:
-        return make(cfg, env, env_params=env_params, callback=callback, **kwargs)
-    except ValueError as e:  # checks that need the environment (minibatches, shaped_reward, data shards)
-        raise ValueError(f"train section: {e}") from None
-
-
 def _evaluate_states(learner, state, keys) -> dict:
     """The learner's evaluation of every seed's train state (leading axis: seeds)."""
     return jax.jit(jax.vmap(learner.evaluate))(state, keys)
@@ -255,39 +178,6 @@ def _rows(trainer, metrics: dict, S: int) -> tuple[list[dict], list[dict]]:
 
 
 # ----------------------------------------------------------------------- running
-
-
-class _Progress:
-    """A progress bar over updates, created at the first update (so compile time
-    does not distort its rate)."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.bar, self.total, self.enabled = None, total, enabled
-
-    def __call__(self, update, metrics):  # host callback, once per update
-        if not self.enabled:
-            return
-        if self.bar is None:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=self.total, unit="upd", dynamic_ncols=True)
-        u = int(np.max(np.asarray(update)))
-        self.bar.n = max(self.bar.n, u)
-        if "fitness" in metrics:  # a population: its best and median member
-            f = np.asarray(metrics["fitness"], np.float64)
-            if np.isfinite(f).any():
-                self.best, self.median = float(np.nanmax(f)), float(np.nanmedian(f))
-            if getattr(self, "best", None) is not None:
-                self.bar.set_postfix({"best": f"{self.best:.4g}", "median": f"{self.median:.4g}"}, refresh=False)
-            self.bar.refresh()
-            return
-        shown = {k.split("/", 1)[-1][:14]: float(np.nanmean(np.asarray(v))) for k, v in metrics.items() if k.startswith("episode_return/")}
-        self.bar.set_postfix({k: f"{v:.3g}" for k, v in list(shown.items())[:3]}, refresh=False)
-        self.bar.refresh()
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
 
 
 def _shared_update(state):
@@ -380,7 +270,7 @@ def run(
 
     S = config["num_seeds"]
     show = config["log"].get("progress", True) and not quiet
-    progress = _Progress(0, show and primary)
+    progress = Progress(0, show and primary)
     # the learner's own checks run here, before anything is written. The per-update host
     # callback only with a progress bar (it syncs every update with the host), and then
     # on every process: all of them must compile the same program
@@ -505,7 +395,7 @@ def run(
     results["plot"] = tracking.plot_curves(rows, os.path.join(run_dir, "curve.png"), title)
     results["env_steps"] = rows[-1]["env_steps"] if rows else 0
     results["start"] = {k: v for k, v in rows[0].items() if k.startswith("eval/") and not k.endswith("@seeds")} if rows and rows[0]["update"] == 0 else {}
-    results["final"] = _final(rows)
+    results["final"] = final_metrics(rows)
     if _is_population(learner):
         from jaxagents.population import report
 
@@ -518,57 +408,6 @@ def run(
     if not quiet:
         print(format_results(results))
     return results
-
-
-def _final(rows: list[dict]) -> dict:
-    """Last value of every metric (evaluations are sparse: their last entry)."""
-    out = {}
-    for r in rows:
-        for k, v in r.items():
-            if not k.endswith("@seeds") and k not in ("update", "env_steps") and (
-                k.startswith("episode_return/") or k.startswith("eval/")
-            ):
-                out[k] = v
-    return out
-
-
-def _num(v) -> str:
-    return f"{v:>10.4f}" if isinstance(v, (int, float)) else f"{'-':>10}"
-
-
-def format_results(results: dict) -> str:
-    """The results table: every evaluation at the start (update 0, the untrained
-    policy) and at the end, and the final training returns."""
-    start = results.get("start") or {}
-    lines = [
-        f"run       {results['run_dir']}",
-        f"learner   {results['learner']} on {results['env']} ({results['num_seeds']} seed(s))",
-        f"updates   {results['updates']}   env steps {results['env_steps']:,}",
-        f"time      {results['wall_s']:.1f} s total, {results['compile_s']:.1f} s compiling"
-        + (f", {results['env_steps_per_s']:,.0f} env-steps/s training" if results.get("env_steps_per_s") else ""),
-        "",
-        f"{'metric':<40} {'start':>10} {'final':>10}",
-        f"{'-' * 40} {'-' * 10} {'-' * 10}",
-    ]
-    for k, v in results["final"].items():
-        lines.append(f"{k:<40} {_num(start.get(k))} {_num(v)}")
-    if "eval/exploitability" in start and "eval/exploitability" in results["final"]:
-        lines.append(
-            f"\nexploitability {start['eval/exploitability']:.3f} (untrained, about uniform play) -> "
-            f"{results['final']['eval/exploitability']:.4f}"
-            + (f" (parameter average {results['final']['eval/average/exploitability']:.4f})" if "eval/average/exploitability" in results["final"] else "")
-        )
-    pop = results.get("population")
-    if pop:
-        from jaxagents.population.report import format_members
-
-        lines.append(f"\npopulation of {pop['size']} ({'PBT' if pop['pbt'] else 'no PBT'}), seed 0, last measured fitness:")
-        lines.append(format_members(pop["members"], pop["best"]))
-    if results.get("plot"):
-        lines.append(f"\nlearning curves: {results['plot']}")
-    for path in (pop or {}).get("plots", []):
-        lines.append(f"population: {path}")
-    return "\n".join(lines)
 
 
 def restore(run_dir: str):

@@ -1,5 +1,9 @@
 """Level-based foraging (LBF) on a grid, with the rules of ``lbforaging`` 2.0.0.
 
+(Just over 400 lines: the rules below are one step -- loading order, level sums,
+food removal, the observation -- checked step for step against ``lbforaging``;
+splitting them would separate what the parity tests check together.)
+
 Rules (Papoudakis et al. 2021; ``lbforaging.foraging.ForagingEnv``, checked step for
 step against it in ``tests/environments/robots/test_grid_lbf.py``). Players with levels
 and foods with levels lie on a ``rows x cols`` grid. Actions (the reference's ids):

@@ -1,5 +1,9 @@
 """Robotic warehouse (RWARE) on a grid, with the rules of ``rware`` 2.0.0.
 
+(Just over 400 lines: movement conflicts, shelf pick-up and delivery are one step,
+checked step for step against ``rware``; the move resolution already lives in
+``grid_rware_moves.py``.)
+
 Rules (Papoudakis et al. 2021; ``rware.warehouse.Warehouse``, checked step for step
 against it in ``tests/environments/robots/test_grid_rware.py``). Robots move on a
 warehouse floor of shelf blocks separated by corridors ("highways"); the goal cells
