@@ -5,7 +5,7 @@ Every member trains on Overcooked cramped_room with JaxMARL's recipe (16 envs x 
 steps, 4 epochs x 4 minibatches, 64-64 tanh actor and critic): ours from
 baselines/configs/ippo_overcooked_cramped_room.yaml wrapped in
 ``Population(learner, P, ranges={lr, ent_coef})`` (members' learning rate and entropy
-coefficient drawn from the ranges of baselines/configs/pbt_ippo_overcooked_coordination_ring.yaml),
+coefficient drawn from the ranges of baselines/configs/ippo_pbt_overcooked_coordination_ring.yaml),
 once without PBT and once with a PBT ready point after *every* update
 (``PBTConfig(interval=1)``: the worst case; the configs use 20-50); theirs from
 JaxMARL's own ``make_train`` vmapped over P seeds as its ``main`` does
