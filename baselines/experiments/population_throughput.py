@@ -51,6 +51,10 @@ p.add_argument("--reps", type=int, default=3)
 p.add_argument("--reps-large", type=int, default=None, help="reps for P >= 64 (default: --reps)")
 p.add_argument("--ready-calls", type=int, default=10)
 p.add_argument("--which", default="ours,ours_pbt,jaxmarl")
+p.add_argument("--lapack-init", action="store_true",
+               help="keep JaxMARL's flax orthogonal init (a batched LAPACK QR under its vmap over seeds, which "
+               "deadlocked on 2 CPU cores at NUM_SEEDS >= 4); by default it is swapped for jaxagents.nn.init.orthogonal, "
+               "the same distribution computed in XLA. Initialisation is outside the timed difference either way")
 p.add_argument("--json", default=None)
 p.add_argument("--ready-only", action="store_true",
                help="only time jit(Population.update) (no PBT, --reps calls) against jit(Population._ready) (--ready-calls calls)")
@@ -83,6 +87,12 @@ def build_ours(size, u, pbt=False):
 
 
 def build_jaxmarl(size, u):
+    if not args.lapack_init:  # before the module binds flax's orthogonal at import
+        import flax.linen.initializers as inits
+
+        from jaxagents.nn.init import orthogonal
+
+        inits.orthogonal = lambda scale=1.0, *a, **k: orthogonal(scale)
     import ippo_ff_overcooked as ref
 
     config = ref.make_config("cramped_room", TOTAL_TIMESTEPS=u * STEPS, NUM_SEEDS=size)
