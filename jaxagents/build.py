@@ -5,6 +5,8 @@ learner (``build_learner``) and, with a ``population:`` section, the population 
 
 from __future__ import annotations
 
+import importlib
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -76,17 +78,16 @@ def build(config: dict, callback=None):
 def build_learner(config: dict, callback=None, **kwargs):
     """``config`` -> the learner (``init``/``update``/``evaluate``, ``num_updates``);
     ``kwargs`` go to ``make_train`` (a population's data axis)."""
-    from jaxagents.learners import ppo, selfplay
+    from jaxagents.config import LEARNER_MODULES, learner_config_class
 
     env, env_params = make_env(config["env"])
-    section = dict(config.get("train") or {})
-    if config["learner"] == "mappo":
-        section["central_critic"] = True
+    module, _, fixed = LEARNER_MODULES[config["learner"]]
+    section = {**dict(config.get("train") or {}), **fixed}
     try:
-        cfg = (selfplay.SelfPlayConfig if config["learner"] == "selfplay" else ppo.PPOConfig)(**section)
+        cfg = learner_config_class(config["learner"])(**section)
     except (TypeError, ValueError) as e:  # the config's own checks (ranges, cross-field rules)
         raise ValueError(f"train section: {e}") from None
-    make = selfplay.make_train if config["learner"] == "selfplay" else ppo.make_train
+    make = importlib.import_module(module).make_train
     try:
         return make(cfg, env, env_params=env_params, callback=callback, **kwargs)
     except ValueError as e:  # checks that need the environment (minibatches, shaped_reward, data shards)

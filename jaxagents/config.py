@@ -36,13 +36,14 @@ import yaml
 
 from jaxagents.core.validate import check_bool, check_choice, check_float, check_int, check_positive_int
 
-LEARNERS = ("selfplay", "ippo", "mappo")
-# the config dataclass of each learner's ``train`` section ("module:Class", imported lazily)
-LEARNER_CONFIGS = {
-    "selfplay": "jaxagents.learners.selfplay:SelfPlayConfig",
-    "ippo": "jaxagents.learners.ppo:PPOConfig",
-    "mappo": "jaxagents.learners.ppo:PPOConfig",
+# every learner: its module (which has ``make_train``), the config class of its
+# ``train`` section, and the train fields the learner's name fixes; imported lazily
+LEARNER_MODULES = {
+    "selfplay": ("jaxagents.learners.selfplay", "SelfPlayConfig", {}),
+    "ippo": ("jaxagents.learners.ppo", "PPOConfig", {}),
+    "mappo": ("jaxagents.learners.ppo", "PPOConfig", {"central_critic": True}),
 }
+LEARNERS = tuple(LEARNER_MODULES)
 OPTIONAL_KEYS = ("name", "description")
 
 
@@ -255,7 +256,7 @@ def check_dataclass(section: str, values: dict, cls: type) -> dict:
 
 
 def learner_config_class(learner: str) -> type:
-    module, _, name = LEARNER_CONFIGS[learner].partition(":")
+    module, name, _ = LEARNER_MODULES[learner]
     return getattr(importlib.import_module(module), name)
 
 
