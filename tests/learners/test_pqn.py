@@ -182,3 +182,59 @@ def test_yaml_learner_pqn_builds():
                                     "train.network.hidden=[8]"])
     learner = runner.build(cfg)
     assert learner.config.vdn and learner.config.network.hidden == (8,) and learner.num_updates == 4
+
+
+# ------------------------------------------------------------------ networks and environments
+
+
+@pytest.mark.slow
+def test_turn_based_rollout_respects_masks_and_turns():
+    """Tic-tac-toe: occupied cells are illegal and one player moves at a time; an
+    exploring rollout (eps = 0.5) never plays an illegal cell, and the targets of the
+    waiting player's steps are 0 (excluded)."""
+    from jaxagents.core.wrappers import VecEnv
+    from jaxagents.learners.qlambda import q_lambda
+    from jaxagents.learners.qnets import QAgents, collect
+    from jaxagents.learners.rollout import init_carry
+
+    env = jaxagents.make("tic_tac_toe")
+    qa = QAgents(env, QNetworkConfig(hidden=(8,)))
+    vec = VecEnv(env, 8, final_obs=True)
+
+    @jax.jit
+    def run(key):
+        carry = init_carry(qa, vec, key, env.default_params())
+        return collect(qa, vec, env.default_params(), qa.init(key), carry, key, 24, 0.5)
+
+    _, traj, last = run(jax.random.key(3))
+    for role, tr in traj.items():
+        act, mask, active = np.asarray(tr.action), np.asarray(tr.mask), np.asarray(tr.active)
+        legal = np.take_along_axis(mask, act[..., None], -1)[..., 0]
+        assert legal[active].all() and (~active).any() and active.any()
+        g = q_lambda(tr.reward, tr.q_max, tr.terminated, tr.truncated, last[role], 0.99, 0.5, active=tr.active)
+        assert np.all(np.asarray(g)[~active] == 0.0)
+    assert int(np.asarray(traj["first"].terminated).sum()) > 0  # games ended inside the window
+
+
+@pytest.mark.slow
+def test_recurrent_vdn_finds_the_coordinated_optimum():
+    cfg = stag_hunt_learner(True).config.replace(network=QNetworkConfig(hidden=(16,), recurrent=True, gru_size=8))
+    learner = make_train(cfg, jaxagents.make("stag_hunt", horizon=1))
+    init, update = jax.jit(learner.init), jax.jit(learner.update)
+    state, m = _run(init, update, 0)
+    assert float(m["episode_return/row"]) > 3.6
+
+
+@pytest.mark.slow
+def test_cnn_on_overcooked_trains_and_evaluates():
+    env = jaxagents.make("overcooked", layout="cramped_room")
+    params = env.default_params().replace(horizon=jnp.asarray(8))  # episodes end (truncated) inside a rollout
+    cfg = PQNConfig(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 2, update_epochs=1, num_minibatches=2, vdn=True,
+                    network=QNetworkConfig(torso="cnn", cnn_channels=(8, 8), hidden=(16,)), shaped_reward="shaped_reward",
+                    shaped_reward_horizon=1000.0, eval_envs=2, eval_steps=8)
+    learner = make_train(cfg, env, env_params=params)
+    state, m = jax.jit(learner.train)(jax.random.key(0))
+    assert all(np.all(np.isfinite(np.asarray(v))) for v in m.values())
+    assert np.asarray(m["episodes"]).tolist() == [4, 4]
+    ev = jax.jit(learner.evaluate)(state, jax.random.key(1))
+    assert int(ev["eval/episodes"]) == 2 and np.isfinite(float(ev["eval/episode_return/cook"]))
