@@ -1,4 +1,4 @@
-"""The ``jaxagents`` command: ``list``, ``bench``, ``train`` and ``eval``
+"""The ``jaxagents`` command: ``list``, ``bench``, ``crossplay``, ``train`` and ``eval``
 (the last two in ``jaxagents.cli_train``). Errors print one line to stderr and exit
 with status 2."""
 
@@ -143,6 +143,48 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- crossplay
+def cmd_crossplay(args) -> int:
+    import json
+
+    import jax
+    import numpy as np
+
+    from jaxagents.evaluation import crossplay as cp
+    from jaxagents.tracking import atomic_write
+
+    out = args.out
+    stem = out[: -len(os.path.splitext(out)[1])] if os.path.splitext(out)[1] else out
+    for option, path in (("--out", out), ("--out", stem + ".json"), ("--out", stem + ".csv")):
+        _check_writable(option, path)
+    for d in args.run_dirs:
+        if not os.path.isfile(os.path.join(d, "config.yaml")):
+            raise CLIError(f"{d!r} is not a run directory (no config.yaml)")
+    pol = cp.load_policies(args.run_dirs, args.members)  # checks the environments first
+    team = {"team": True, "row": False, "auto": pol.learner != "selfplay"}[args.score]
+    res = cp.crossplay(pol.agents, pol.env, pol.params, jax.random.key(args.seed), env_params=pol.env_params,
+                       episodes=args.episodes, num_steps=args.steps, seeds=args.seeds, team=team, names=pol.names,
+                       batch_size=args.batch_size)
+    K = len(pol.names)
+    what = "team return" if team else "row policy's return (row in one seat, column in the others)"
+    print(f"cross-play of {K} policies, {args.seeds} seed(s) x {args.episodes} episodes per cell and seat: {what}")
+    w = max(len(n) for n in pol.names)
+    print(" " * (w + 2) + " ".join(f"{i:>9}" for i in range(K)))
+    for i, (name, row) in enumerate(zip(pol.names, res.matrix)):
+        print(f"{name:<{w}} {i:>1} " + " ".join(f"{v:>9.4g}" for v in row))
+    for k, d in res.summary().items():
+        print(f"{k.replace('_', '-'):<10}  IQM {d['iqm']}   mean {d['mean']}   (95% stratified bootstrap over seeds)")
+    short = res.finished < args.episodes
+    if np.any(short):
+        print(f"warning: {int(np.sum(args.episodes - res.finished[short]))} episodes did not finish within --steps "
+              f"{args.steps}; raise --steps", file=sys.stderr)
+    cp.heatmap(res, out)
+    atomic_write(stem + ".json", json.dumps(res.to_dict(), indent=1))
+    atomic_write(stem + ".csv", res.to_csv())
+    print(f"wrote {out}, {stem}.json, {stem}.csv", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="jaxagents", description="JAX-native multi-agent RL: environments and tools.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -177,6 +219,28 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--jaxmarl-kwarg", action="append", metavar="KEY=VALUE",
                     help="jaxmarl.make argument, e.g. layout=cramped_room (repeatable)")
     sb.set_defaults(func=cmd_bench)
+    sx = sub.add_parser(
+        "crossplay",
+        help="cross-play matrix of the final policies of run directories (or every population member)",
+        description="Every policy against (or with) every other, every seat assignment, in one compiled program; "
+        "prints the matrix with IQM and bootstrap intervals of self-play (diagonal) and cross-play (off-diagonal), "
+        "writes a heatmap and the matrix as JSON and CSV next to it.",
+    )
+    sx.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories written by `jaxagents train`")
+    sx.add_argument("--members", default="all", choices=("all", "best"),
+                    help="population runs: every member (default) or each seed's best")
+    sx.add_argument("--episodes", type=int, default=64, metavar="N", help="episodes per cell, seat and seed (default 64)")
+    sx.add_argument("--seeds", type=int, default=5, metavar="S", help="evaluation seeds (default 5)")
+    sx.add_argument("--steps", type=int, default=128, metavar="T",
+                    help="steps each cell plays; an episode must finish within them (default 128)")
+    sx.add_argument("--score", default="auto", choices=("auto", "team", "row"),
+                    help="team return (cooperative), the row policy's return (competitive), or auto: "
+                    "row for self-play runs, team otherwise")
+    sx.add_argument("--seed", type=int, default=0, help="evaluation key (default 0)")
+    sx.add_argument("--batch-size", type=int, default=None, metavar="B", help="cells run side by side (default all)")
+    sx.add_argument("--out", default="crossplay.png", metavar="FILE.png",
+                    help="heatmap image; FILE.json and FILE.csv are written next to it (default crossplay.png)")
+    sx.set_defaults(func=cmd_crossplay)
     from jaxagents.cli_train import add_commands
 
     add_commands(sub)  # train, eval
