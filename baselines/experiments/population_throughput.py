@@ -50,7 +50,9 @@ p.add_argument("--base-updates", type=int, default=1, help="U0: updates of the s
 p.add_argument("--reps", type=int, default=3)
 p.add_argument("--reps-large", type=int, default=None, help="reps for P >= 64 (default: --reps)")
 p.add_argument("--ready-calls", type=int, default=10)
-p.add_argument("--which", default="ours,ours_pbt,jaxmarl")
+p.add_argument("--which", default="ours,ours_pbt,jaxmarl",
+               help="comma-separated: ours (Population), ours_pbt (Population with PBT every update), "
+               "learner (the bare learner under jax.vmap over seeds, no Population), jaxmarl")
 p.add_argument("--lapack-init", action="store_true",
                help="keep JaxMARL's flax orthogonal init (a batched LAPACK QR under its vmap over seeds, which "
                "deadlocked on 2 CPU cores at NUM_SEEDS >= 4); by default it is swapped for jaxagents.nn.init.orthogonal, "
@@ -84,6 +86,14 @@ def population(size, u, pbt):
 def build_ours(size, u, pbt=False):
     pop = population(size, u, pbt)
     return jax.jit(pop.train).lower(jax.random.key(0)).compile(), jax.random.key(1)
+
+
+def build_learner(size, u):
+    """The bare learner vmapped over P seeds, as JaxMARL's ``main`` does (no
+    ``Population``: the config's hyper-parameters for every member)."""
+    learner = learner_for(u)
+    keys = jax.random.split(jax.random.key(1), size)
+    return jax.jit(jax.vmap(learner.train)).lower(keys).compile(), keys
 
 
 def build_jaxmarl(size, u):
@@ -126,7 +136,7 @@ def summarise(times, U0, U, size):
             med = (np.median(big[:, i]) - np.median(small[:, i])) / U
             res[f"{name}_{kind}"] = {"s_per_update_best": best, "s_per_update_median": med,
                                      "env_steps_per_s_best": size * STEPS / best, "env_steps_per_s_median": size * STEPS / med}
-    for name in ("ours", "ours_pbt"):
+    for name in ("ours", "ours_pbt", "learner"):
         if f"{name}_wall" in res and "jaxmarl_wall" in res:
             for kind in ("wall", "cpu"):
                 for stat in ("best", "median"):
@@ -199,6 +209,8 @@ for size in [int(s) for s in args.sizes.split(",")]:
             t = time.perf_counter()
             if name == "jaxmarl":
                 fns[name, u] = build_jaxmarl(size, u)
+            elif name == "learner":
+                fns[name, u] = build_learner(size, u)
             else:
                 fns[name, u] = build_ours(size, u, pbt=name == "ours_pbt")
             jax.block_until_ready(fns[name, u][0](fns[name, u][1]))  # warm-up

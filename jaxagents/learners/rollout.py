@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxagents.advantages import hash_rows
+from jaxagents.core.branch import branch
 from jaxagents.core.wrappers.autoreset import fold_in_each
 
 
@@ -181,10 +182,13 @@ def collect(
             n = obs.shape[1]
             bcast = lambda x: jnp.broadcast_to(x[:, None], (x.shape[0], n))
             if bootstrap_truncated:
-                final_value = jax.lax.cond(
+                # only steps where some environment hits its time limit pay for V(final
+                # obs); ``branch`` keeps that a branch when a population vmaps members
+                final_value = branch(
                     jnp.any(ts.truncated),
-                    lambda: _value(agents, params[role], role, ts.info["final_obs"][role]),
-                    lambda: jnp.zeros(obs.shape[:2], jnp.float32),
+                    lambda p, o, role=role: _value(agents, p, role, o),
+                    lambda p, o: jnp.zeros(o.shape[:2], jnp.float32),
+                    params[role], ts.info["final_obs"][role],
                 )
             else:
                 final_value = jnp.zeros(obs.shape[:2], jnp.float32)
