@@ -42,6 +42,10 @@ LEARNER_MODULES = {
     "selfplay": ("jaxagents.learners.selfplay", "SelfPlayConfig", {}),
     "ippo": ("jaxagents.learners.ppo", "PPOConfig", {}),
     "mappo": ("jaxagents.learners.ppo", "PPOConfig", {"central_critic": True}),
+    "pqn": ("jaxagents.learners.pqn", "PQNConfig", {}),
+    "iql": ("jaxagents.learners.qlearn", "QConfig", {"mixer": "none"}),
+    "vdn": ("jaxagents.learners.qlearn", "QConfig", {"mixer": "vdn"}),
+    "qmix": ("jaxagents.learners.qlearn", "QConfig", {"mixer": "qmix"}),
 }
 LEARNERS = tuple(LEARNER_MODULES)
 OPTIONAL_KEYS = ("name", "description")
