@@ -50,14 +50,15 @@ from typing import Sequence
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxagents.core.spaces import Discrete
 from jaxagents.core.validate import check_bool, check_choice, check_positive_int
 from jaxagents.learners.rollout import EnvCarry
-from jaxagents.nn import CNN, GRU, MLP
+from jaxagents.nn import GRU, MLP
 from jaxagents.nn.init import orthogonal
-from jaxagents.nn.torsos import ACTIVATIONS
+from jaxagents.nn.torsos import ACTIVATIONS, activation
 
 # ------------------------------------------------------------------ networks
 
@@ -67,8 +68,8 @@ class QNetworkConfig:
     """Architecture of one role's Q-network.
 
     Attributes:
-        torso: ``"mlp"`` (vectors) or ``"cnn"`` (grids ``[H, W, C]``: convolutions
-            from ``jaxagents.nn.CNN``, then the dense layers).
+        torso: ``"mlp"`` (vectors) or ``"cnn"`` (grids ``[H, W, C]``: 3x3 'SAME'
+            convolutions, ``Conv3x3``, then the dense layers).
         hidden: dense widths, each followed by the activation and (``layer_norm``)
             a LayerNorm.
         activation: ``relu`` | ``tanh`` | ``gelu`` | ``silu``.
@@ -99,6 +100,32 @@ class QNetworkConfig:
         object.__setattr__(self, "gru_size", check_positive_int("network.gru_size", self.gru_size))
 
 
+class Conv3x3(nn.Module):
+    """A 3x3 'SAME' convolution, stride 1, ``[N, H, W, C] -> [N, H, W, features]``:
+    the layer of ``flax.linen.Conv(features, (3, 3), padding="SAME")`` (kernel
+    ``[3, 3, C, features]``, orthogonal init as ``jaxagents.nn.CNN``), computed as one
+    matmul over the nine shifted slices of the zero-padded input (im2col).
+
+    Why not ``nn.Conv``: XLA's CPU backend runs a convolution's *gradient* inside a
+    loop -- and a training program is loops (minibatches, epochs, updates) -- about
+    20x slower than outside one (a 3-layer CNN on Overcooked's ``[4, 5, 26]`` grid,
+    128 samples: 2.2 s per 16 Adam steps in nested scans, 0.13 s as slices + matmul;
+    docs/results_qlearning.md). Slices, pads and dots have no such cliff."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        n, h, w, c = x.shape
+        kernel = self.param("kernel", orthogonal(np.sqrt(2)), (3, 3, c, self.features))
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        xp = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        # patches[..., (i, j, c)] = x[y + i - 1, x + j - 1, c]: the kernel's own (row-major) order
+        patches = jnp.concatenate([xp[:, i:i + h, j:j + w, :] for i in range(3) for j in range(3)], axis=-1)
+        y = patches.reshape(-1, 9 * c) @ kernel.reshape(9 * c, self.features) + bias
+        return y.reshape(n, h, w, self.features)
+
+
 class QNetwork(nn.Module):
     """``(hidden[B..., H], obs[T, B..., *obs], reset[T, B...]) -> (hidden',
     q[T, B..., num_actions])``; ``hidden`` is ignored (and returned as is) by a
@@ -114,7 +141,10 @@ class QNetwork(nn.Module):
         x = jnp.asarray(obs, jnp.float32)
         lead = x.shape[: x.ndim - self.obs_ndim]  # (T, B...)
         if cfg.torso == "cnn" and self.obs_ndim == 3:
-            x = CNN(cfg.cnn_channels, kernels=(3,) * len(cfg.cnn_channels), hidden=(), act=cfg.activation)(x)
+            x = x.reshape(-1, *x.shape[-3:])
+            for c in cfg.cnn_channels:
+                x = activation(cfg.activation)(Conv3x3(c)(x))
+            x = x.reshape(*lead, -1)
         else:
             x = x.reshape(*lead, -1)
         for width in cfg.hidden:

@@ -59,6 +59,18 @@ def test_exploration_is_uniform_over_legal_actions():
     assert float(epsilon_schedule(50, 1.0, 0.2, 10)) == pytest.approx(0.2)
 
 
+def test_conv3x3_is_a_same_convolution():
+    from jaxagents.learners.qnets import Conv3x3
+
+    x = jax.random.normal(jax.random.key(0), (3, 4, 5, 6))
+    layer = Conv3x3(7)
+    params = layer.init(jax.random.key(1), x)
+    params = jax.tree.map(lambda p: p + 0.1, params)  # a non-zero bias too
+    ref = jax.lax.conv_general_dilated(x, params["params"]["kernel"], (1, 1), "SAME",
+                                       dimension_numbers=("NHWC", "HWIO", "NHWC")) + params["params"]["bias"]
+    np.testing.assert_allclose(np.asarray(layer.apply(params, x)), np.asarray(ref), rtol=1e-5, atol=1e-5)
+
+
 # ------------------------------------------------------------------ the stag hunt
 
 UPDATES = 150
