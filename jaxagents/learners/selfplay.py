@@ -14,6 +14,12 @@ With probability ``pool_prob`` an environment's episode pits the learner (one
 random seat) against a uniformly drawn pool member (the other seats); the learner
 trains only on its own seats' samples. Pools need a feed-forward network.
 
+A league (``league``: a ``LeagueConfig``, ``jaxagents.learners.league``) generalises
+the pool: the snapshots are drawn with prioritised fictitious self-play weights from a
+payoff table of win rates kept in the train state, in a mix of self-play, PFSP and
+latest-snapshot games. The plain pool is the league's ``ring_buffer(pool_prob)``
+configuration (uniform weights, no payoff table), with the same random draws.
+
 Policy averaging (``average_decay > 0``): an exponential moving average of the
 parameters (Polyak averaging) is kept in the train state next to the pool, updated
 after every update, and evaluated with the exact measures (exploitability; the exact
@@ -56,10 +62,11 @@ from flax import struct
 
 from jaxagents.core.validate import check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
-from jaxagents.core.wrappers.autoreset import fold_in_each
+from jaxagents.learners import league as league_lib
 from jaxagents.learners import ppo
 from jaxagents.learners.agents import Agents
 from jaxagents.learners.interface import Fitness, Learner
+from jaxagents.learners.league import LeagueConfig
 
 ROLE = "agents"
 
@@ -67,7 +74,10 @@ ROLE = "agents"
 @dataclasses.dataclass(frozen=True)
 class SelfPlayConfig:
     """Self-play settings: ``ppo`` (with ``advantage="rae"``, ``normalize="none"``
-    by default) plus the opponent pool and the evaluation schedule."""
+    by default) plus the opponent pool, the league (None: the pool's snapshots are
+    drawn uniformly with probability ``pool_prob``; a ``LeagueConfig`` or a mapping
+    of its fields: PFSP over the pool, ``pool_prob`` unused) and the evaluation
+    schedule."""
 
     ppo: ppo.PPOConfig = ppo.PPOConfig(advantage="rae", normalize="none")
     pool_size: int = 0
@@ -77,6 +87,7 @@ class SelfPlayConfig:
     eval_envs: int = 256
     eval_steps: int = 32
     average_decay: float = 0.0
+    league: LeagueConfig | None = None
 
     def __post_init__(self):
         if isinstance(self.ppo, dict):
@@ -91,6 +102,24 @@ class SelfPlayConfig:
         object.__setattr__(self, "pool_prob", check_float("pool_prob", self.pool_prob, low=0.0, high=1.0))
         if self.pool_size and self.ppo.network.recurrent:
             raise ValueError("opponent pools need a feed-forward network (network.recurrent=False)")
+        if isinstance(self.league, dict):
+            try:
+                object.__setattr__(self, "league", LeagueConfig(**self.league))
+            except TypeError as e:  # an unknown key (the runner's config check names it first)
+                raise ValueError(f"league: {e}") from None
+        if self.league is not None:
+            if not isinstance(self.league, LeagueConfig):
+                raise ValueError(f"league must be a LeagueConfig, a mapping of its fields or None, got {type(self.league).__name__}")
+            if not self.pool_size:
+                raise ValueError("league needs snapshots to draw: set pool_size > 0 (and pool_every)")
+            if self.pool_prob != SelfPlayConfig.pool_prob:
+                raise ValueError(f"pool_prob={self.pool_prob} has no effect with a league: its mix is "
+                                 "league.self_play / league.pfsp / league.latest")
+
+    @property
+    def mix(self) -> LeagueConfig:
+        """How the pool is used: the league, or the plain pool's ring-buffer configuration of it."""
+        return self.league if self.league is not None else LeagueConfig.ring_buffer(self.pool_prob)
 
     @property
     def num_updates(self) -> int:
@@ -110,10 +139,12 @@ class Pool:
 @struct.dataclass
 class SelfPlayExtra:
     """Self-play's part of ``TrainState.extra``: the opponent ``pool`` (``Pool`` or
-    None) and the parameter ``average`` (a params tree, or None)."""
+    None), the parameter ``average`` (a params tree, or None) and the league's payoff
+    table (``league.LeagueState``, or None without a league)."""
 
     pool: Pool | None = None
     average: dict | None = None
+    league: league_lib.LeagueState | None = None
 
 
 def merge(env):
@@ -224,37 +255,55 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
         return metrics
 
     E = cfg.ppo.num_envs
+    mix = cfg.mix
+    tracked = bool(cfg.pool_size) and mix.track_payoff  # a league's payoff table
+    local_envs = E // data_shards
 
     def init_extra(params, key):
         pool = None
         if cfg.pool_size:
             stacked = jax.tree.map(lambda x: jnp.broadcast_to(x, (cfg.pool_size, *x.shape)), params[ROLE])
             pool = Pool(stacked, jnp.ones((), jnp.int32), jnp.ones((), jnp.int32) % cfg.pool_size)
-        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None)
+        table = league_lib.init_state(key, cfg.pool_size) if tracked else None
+        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None, table)
 
     p0 = jax.eval_shape(lambda k: agents.init(k)[ROLE], jax.random.key(0))
     eval_shape = jax.eval_shape(
         lambda k, avg: evaluate_all(agents.init(k)[ROLE], avg, k), jax.random.key(0), p0 if cfg.average_decay else None
     )
 
-    def opponents(state, key, env_ids=None):
-        k_use, k_idx, k_seat = jax.random.split(key, 3)
+    def draws(state, key, update, env_ids):
+        """This update's games (``league.draw``): from the update's opponent key
+        ``key``, or with a payoff table from the league's key and ``update``, which
+        ``after_update`` can redraw to credit each game to its opponent."""
         pool: Pool = state.extra.pool
-        if env_ids is None:
-            use = jax.random.bernoulli(k_use, cfg.pool_prob, (E,))
-            idx = jax.random.randint(k_idx, (E,), 0, pool.count)
-            seat = jax.random.randint(k_seat, (E,), 0, n)
-        else:  # one draw per environment from its own key: the same draws however the batch is split
-            each = lambda k, draw: jax.vmap(draw)(fold_in_each(k, env_ids))  # noqa: E731
-            use = each(k_use, lambda k: jax.random.bernoulli(k, cfg.pool_prob))
-            idx = each(k_idx, lambda k: jax.random.randint(k, (), 0, pool.count))
-            seat = each(k_seat, lambda k: jax.random.randint(k, (), 0, n))
-        learner = jnp.where(use[:, None], jnp.arange(n)[None, :] == seat[:, None], True)
-        opp = jax.tree.map(lambda x: x[idx], pool.params)
+        table = state.extra.league
+        if tracked:
+            key = jax.random.fold_in(table.key, update)
+        return league_lib.draw(mix, key, pool.count, pool.next, None if table is None else table.win_rate,
+                               cfg.pool_size, E, n, env_ids)
+
+    def opponents(state, key, env_ids=None):
+        d = draws(state, key, state.update, env_ids)
+        learner = jnp.where(d.use[:, None], jnp.arange(n)[None, :] == d.seat[:, None], True)
+        opp = jax.tree.map(lambda x: x[d.idx], state.extra.pool.params)
         return {ROLE: opp}, {ROLE: learner}
+
+    def record_games(state, traj):
+        """The payoff table after this update's finished games against snapshots."""
+        env_ids = None
+        if data_axis is not None:  # this device's environments, as the rollout's opponents saw them
+            env_ids = jax.lax.axis_index(data_axis) * local_envs + jnp.arange(local_envs)
+        d = draws(state, None, state.update - 1, env_ids)
+        wins, games = league_lib.outcomes(traj[ROLE], d, cfg.pool_size, data_axis)
+        return league_lib.record(state.extra.league, wins, games, mix.payoff_decay), games
 
     def after_update(state, traj):
         extra: SelfPlayExtra = state.extra
+        league_metrics = {}
+        if tracked:
+            table, games = record_games(state, traj)
+            extra = extra.replace(league=table)
         if cfg.average_decay:
             d = cfg.average_decay
             extra = extra.replace(average=jax.tree.map(lambda a, p: d * a + (1.0 - d) * p, extra.average, state.params[ROLE]))
@@ -264,12 +313,16 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
             params = jax.tree.map(
                 lambda buf, p: jnp.where(push, buf.at[pool.next].set(p), buf), pool.params, state.params[ROLE]
             )
+            if tracked:  # the overwritten slot is a new opponent
+                extra = extra.replace(league=league_lib.forget(extra.league, pool.next, push))
             pool = Pool(
                 params,
                 jnp.where(push, jnp.minimum(pool.count + 1, cfg.pool_size), pool.count),
                 jnp.where(push, (pool.next + 1) % cfg.pool_size, pool.next),
             )
             extra = extra.replace(pool=pool)
+            if tracked:
+                league_metrics = league_lib.metrics(extra.league, pool.count, games, mix.weighting)
         state = state.replace(extra=extra)
         due = (state.update % cfg.eval_every == 0) | (state.update == cfg.num_updates)
         k_eval = jax.random.fold_in(state.key, 7)
@@ -278,7 +331,7 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
             lambda: evaluate_all(state.params[ROLE], extra.average, k_eval),
             lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), eval_shape),
         )
-        return state, metrics
+        return state, {**league_metrics, **metrics}
 
     def evaluate_state(state, key):
         extra: SelfPlayExtra | None = state.extra
