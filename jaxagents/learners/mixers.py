@@ -45,16 +45,19 @@ class VDN(nn.Module):
 
 class _Hyper(nn.Module):
     """A hypernetwork: ``s f32[B, S]`` -> ``f32[B, out]`` through one hidden layer
-    (``hidden = 0``: a single linear layer)."""
+    (``hidden = 0``: a single linear layer); the output layer's initial weights are
+    LeCun-normal times ``scale``."""
 
     out: int
     hidden: int
+    scale: float = 1.0
 
     @nn.compact
     def __call__(self, s):
         if self.hidden:
             s = nn.relu(nn.Dense(self.hidden)(s))
-        return nn.Dense(self.out)(s)
+        init = nn.initializers.variance_scaling(self.scale**2, "fan_in", "truncated_normal")
+        return nn.Dense(self.out, kernel_init=init)(s)
 
 
 class QMix(nn.Module):
@@ -65,6 +68,13 @@ class QMix(nn.Module):
         hyper_hidden: hidden width of the hypernetworks that produce ``W1`` and
             ``w2`` (JaxMARL: 256); the bias ``b2`` always has a hidden layer of
             width ``embed`` (it is the state's value, not a weight).
+        init_scale: the hypernetworks' output layers start with weights this much
+            smaller than usual, so that ``Q_tot`` starts near 0 whatever the scale
+            of the global observation. With the usual scale, unnormalised states
+            (MPE's positions and distances) give initial mixing weights of order 1
+            to 10 and a positive ``Q_tot`` of order 100 that the TD targets then
+            chase upwards (seen on simple_spread: ``Q_tot`` grew to +360 while every
+            reward is negative, at lr 5e-4 and at 5e-5).
 
     Call: ``q f32[..., N]`` (each agent's Q of its action), ``state [..., *G]`` (the
     global observation, any trailing shape, flattened here) -> ``Q_tot f32[...]``.
@@ -72,6 +82,7 @@ class QMix(nn.Module):
 
     embed: int = 32
     hyper_hidden: int = 64
+    init_scale: float = 0.01
 
     @nn.compact
     def __call__(self, q: jax.Array, state: jax.Array) -> jax.Array:
@@ -80,11 +91,11 @@ class QMix(nn.Module):
         # the global observation's own axes are whatever it trails the batch with
         s = jnp.asarray(state, jnp.float32).reshape(math.prod(batch), -1)
         qb = q.reshape(-1, n)
-        w1 = jnp.abs(_Hyper(n * self.embed, self.hyper_hidden, name="hyper_w1")(s)).reshape(-1, n, self.embed)
-        b1 = nn.Dense(self.embed, name="hyper_b1")(s)
+        w1 = jnp.abs(_Hyper(n * self.embed, self.hyper_hidden, self.init_scale, name="hyper_w1")(s)).reshape(-1, n, self.embed)
+        b1 = _Hyper(self.embed, 0, self.init_scale, name="hyper_b1")(s)
         hidden = nn.elu(jnp.einsum("bn,bne->be", qb, w1) + b1)  # [B, E]
-        w2 = jnp.abs(_Hyper(self.embed, self.hyper_hidden, name="hyper_w2")(s))  # [B, E]
-        b2 = _Hyper(1, self.embed, name="hyper_b2")(s)[:, 0]  # [B]
+        w2 = jnp.abs(_Hyper(self.embed, self.hyper_hidden, self.init_scale, name="hyper_w2")(s))  # [B, E]
+        b2 = _Hyper(1, self.embed, self.init_scale, name="hyper_b2")(s)[:, 0]  # [B]
         return (jnp.sum(hidden * w2, axis=-1) + b2).reshape(batch)
 
 

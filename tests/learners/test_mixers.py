@@ -52,7 +52,7 @@ def test_qmix_depends_on_the_state_and_has_the_documented_shapes():
     params = INIT(jax.random.key(1))
     shapes = jax.tree.map(jnp.shape, params["params"])
     assert shapes["hyper_w1"]["Dense_0"]["kernel"] == (G, 16) and shapes["hyper_w1"]["Dense_1"]["kernel"] == (16, N * 8)
-    assert shapes["hyper_w2"]["Dense_1"]["kernel"] == (16, 8) and shapes["hyper_b1"]["kernel"] == (G, 8)
+    assert shapes["hyper_w2"]["Dense_1"]["kernel"] == (16, 8) and shapes["hyper_b1"]["Dense_0"]["kernel"] == (G, 8)
     q = jnp.ones((3, 2, N))  # any leading batch axes
     s = jax.random.normal(jax.random.key(2), (3, 2, G))
     out = MIXER.apply(params, q, s)
