@@ -59,8 +59,8 @@ from jaxagents.learners.update import make_optimizer
 @dataclasses.dataclass(frozen=True)
 class PQNConfig:
     """PQN settings. Defaults: JaxMARL's ``pqn_vdn_cnn_overcooked`` where they are not
-    specific to Overcooked (64 envs x 16 steps, 5 epochs x 16 minibatches, lr 7.5e-5
-    annealed, lambda 0.3, epsilon 1 -> 0.2 over 20% of the steps, gradient clip 10; see
+    specific to Overcooked (64 envs x 16 steps, 4 epochs x 16 minibatches, lr 7.5e-5
+    annealed, lambda 0.5, epsilon 1 -> 0.2 over 20% of the steps, gradient clip 10; see
     ``baselines/configs/pqn_vdn_overcooked_cramped_room.yaml`` for the full mapping).
 
     ``total_timesteps`` counts environment steps; ``num_updates = total_timesteps //
@@ -72,13 +72,13 @@ class PQNConfig:
     num_envs: int = 64
     num_steps: int = 16
     total_timesteps: int = 5_000_000
-    update_epochs: int = 5
+    update_epochs: int = 4
     num_minibatches: int = 16
     lr: float = 7.5e-5
     anneal_lr: bool = True
     max_grad_norm: float = 10.0
     gamma: float = 0.99
-    q_lambda: float = 0.3
+    q_lambda: float = 0.5
     eps_start: float = 1.0
     eps_end: float = 0.2
     eps_decay: float = 0.2

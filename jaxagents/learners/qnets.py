@@ -4,7 +4,7 @@ them too): per-role Q-networks, exploration, and an epsilon-greedy rollout.
 API (stable; the value-based learners import it)::
 
     QNetworkConfig(torso="mlp", hidden=(128, 128), activation="relu", layer_norm=True,
-                   recurrent=False, gru_size=128, cnn_channels=(32, 32, 32))
+                   recurrent=False, gru_size=128, cnn_channels=(32, 32, 32), cnn_kernels=(3, 3, 3))
     qagents = QAgents(env, network)                  # one Q-network per role
     params = qagents.init(key)                       # {role: params}
     hidden = qagents.initial_hidden(num_envs)        # {role: f32[E, n, H]}
@@ -37,14 +37,15 @@ Conventions, stated once:
   to the next episode, so a truncated step's bootstrap is ``final_q_max[t]``, the
   maximum Q-value of the observation the episode was cut at.
 
-LayerNorm (``layer_norm=True``, the default) normalises the features of every dense
-layer, so the linear head reads features of bounded norm: what makes TD learning
-without a target network stable in PQN (Gallici et al. 2024).
+LayerNorm (``layer_norm=True``, the default) normalises every layer's pre-activations
+(convolutions and dense layers), so the linear head reads features of bounded norm:
+what makes TD learning without a target network stable in PQN (Gallici et al. 2024).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Sequence
 
 import flax.linen as nn
@@ -56,7 +57,7 @@ from flax import struct
 from jaxagents.core.spaces import Discrete
 from jaxagents.core.validate import check_bool, check_choice, check_positive_int
 from jaxagents.learners.rollout import EnvCarry
-from jaxagents.nn import GRU, MLP
+from jaxagents.nn import GRU
 from jaxagents.nn.init import orthogonal
 from jaxagents.nn.torsos import ACTIVATIONS, activation
 
@@ -68,15 +69,16 @@ class QNetworkConfig:
     """Architecture of one role's Q-network.
 
     Attributes:
-        torso: ``"mlp"`` (vectors) or ``"cnn"`` (grids ``[H, W, C]``: 3x3 'SAME'
-            convolutions, ``Conv3x3``, then the dense layers).
-        hidden: dense widths, each followed by the activation and (``layer_norm``)
-            a LayerNorm.
+        torso: ``"mlp"`` (vectors) or ``"cnn"`` (grids ``[H, W, C]``: 'SAME'
+            convolutions, ``ConvSame``, then the dense layers).
+        hidden: dense widths. Every layer (convolution or dense) is followed by
+            a LayerNorm (``layer_norm``), then the activation: PQN's order.
         activation: ``relu`` | ``tanh`` | ``gelu`` | ``silu``.
-        layer_norm: LayerNorm after every dense layer (PQN's stabiliser).
+        layer_norm: LayerNorm in every layer (PQN's stabiliser).
         recurrent: a GRU after the dense layers (memory across an episode).
         gru_size: the GRU's width.
-        cnn_channels: convolution channels (``torso="cnn"``), 3x3 kernels.
+        cnn_channels: convolution channels (``torso="cnn"``).
+        cnn_kernels: their (odd) kernel sizes, one per channel entry.
     """
 
     torso: str = "mlp"
@@ -86,25 +88,29 @@ class QNetworkConfig:
     recurrent: bool = False
     gru_size: int = 128
     cnn_channels: Sequence[int] = (32, 32, 32)
+    cnn_kernels: Sequence[int] = (3, 3, 3)
 
     def __post_init__(self):
         check_choice("network.torso", self.torso, ("mlp", "cnn"))
         check_choice("network.activation", self.activation, sorted(ACTIVATIONS))
-        for name in ("hidden", "cnn_channels"):
+        for name in ("hidden", "cnn_channels", "cnn_kernels"):
             v = getattr(self, name)
             if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or (name == "hidden" and not v):
                 raise ValueError(f"network.{name} must be a list of positive widths, got {v!r}")
             object.__setattr__(self, name, tuple(check_positive_int(f"network.{name}[{i}]", h) for i, h in enumerate(v)))
+        if len(self.cnn_kernels) != len(self.cnn_channels) or any(k % 2 == 0 for k in self.cnn_kernels):
+            raise ValueError(f"network.cnn_kernels must be odd sizes, one per entry of cnn_channels={list(self.cnn_channels)}, "
+                             f"got {list(self.cnn_kernels)}")
         object.__setattr__(self, "layer_norm", check_bool("network.layer_norm", self.layer_norm))
         object.__setattr__(self, "recurrent", check_bool("network.recurrent", self.recurrent))
         object.__setattr__(self, "gru_size", check_positive_int("network.gru_size", self.gru_size))
 
 
-class Conv3x3(nn.Module):
-    """A 3x3 'SAME' convolution, stride 1, ``[N, H, W, C] -> [N, H, W, features]``:
-    the layer of ``flax.linen.Conv(features, (3, 3), padding="SAME")`` (kernel
-    ``[3, 3, C, features]``, orthogonal init as ``jaxagents.nn.CNN``), computed as one
-    matmul over the nine shifted slices of the zero-padded input (im2col).
+class ConvSame(nn.Module):
+    """A ``k x k`` 'SAME' convolution (``k`` odd), stride 1, ``[N, H, W, C] -> [N, H,
+    W, features]``: the layer of ``flax.linen.Conv(features, (k, k), padding="SAME")``
+    (kernel ``[k, k, C, features]``, orthogonal init as ``jaxagents.nn.CNN``), computed
+    as one matmul over the ``k * k`` shifted slices of the zero-padded input (im2col).
 
     Why not ``nn.Conv``: XLA's CPU backend runs a convolution's *gradient* inside a
     loop -- and a training program is loops (minibatches, epochs, updates) -- about
@@ -113,16 +119,18 @@ class Conv3x3(nn.Module):
     docs/results_qlearning.md). Slices, pads and dots have no such cliff."""
 
     features: int
+    kernel: int = 3
 
     @nn.compact
     def __call__(self, x):
         n, h, w, c = x.shape
-        kernel = self.param("kernel", orthogonal(np.sqrt(2)), (3, 3, c, self.features))
+        k, r = self.kernel, self.kernel // 2
+        kernel = self.param("kernel", orthogonal(np.sqrt(2)), (k, k, c, self.features))
         bias = self.param("bias", nn.initializers.zeros, (self.features,))
-        xp = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-        # patches[..., (i, j, c)] = x[y + i - 1, x + j - 1, c]: the kernel's own (row-major) order
-        patches = jnp.concatenate([xp[:, i:i + h, j:j + w, :] for i in range(3) for j in range(3)], axis=-1)
-        y = patches.reshape(-1, 9 * c) @ kernel.reshape(9 * c, self.features) + bias
+        xp = jnp.pad(x, ((0, 0), (r, r), (r, r), (0, 0)))
+        # patches[..., (i, j, c)] = x[y + i - r, x + j - r, c]: the kernel's own (row-major) order
+        patches = jnp.concatenate([xp[:, i:i + h, j:j + w, :] for i in range(k) for j in range(k)], axis=-1)
+        y = patches.reshape(-1, k * k * c) @ kernel.reshape(k * k * c, self.features) + bias
         return y.reshape(n, h, w, self.features)
 
 
@@ -140,17 +148,16 @@ class QNetwork(nn.Module):
         cfg = self.cfg
         x = jnp.asarray(obs, jnp.float32)
         lead = x.shape[: x.ndim - self.obs_ndim]  # (T, B...)
+        act = activation(cfg.activation)
+        norm = nn.LayerNorm if cfg.layer_norm else (lambda: lambda y: y)
         if cfg.torso == "cnn" and self.obs_ndim == 3:
             x = x.reshape(-1, *x.shape[-3:])
-            for c in cfg.cnn_channels:
-                x = activation(cfg.activation)(Conv3x3(c)(x))
-            x = x.reshape(*lead, -1)
-        else:
-            x = x.reshape(*lead, -1)
+            for c, k in zip(cfg.cnn_channels, cfg.cnn_kernels):
+                x = act(norm()(ConvSame(c, k)(x)))
+        x = x.reshape(-1, x.size // max(math.prod(lead), 1))  # dense layers on [samples, features]
         for width in cfg.hidden:
-            x = MLP((width,), cfg.activation)(x)  # Dense + activation, orthogonal init
-            if cfg.layer_norm:
-                x = nn.LayerNorm()(x)
+            x = act(norm()(nn.Dense(width, kernel_init=orthogonal(np.sqrt(2)), bias_init=nn.initializers.zeros)(x)))
+        x = x.reshape(*lead, -1)
         if cfg.recurrent:
             flat = x.reshape(lead[0], -1, x.shape[-1])
             h, flat = GRU(cfg.gru_size)(hidden.reshape(-1, hidden.shape[-1]), flat, reset.reshape(lead[0], -1))

@@ -59,11 +59,12 @@ def test_exploration_is_uniform_over_legal_actions():
     assert float(epsilon_schedule(50, 1.0, 0.2, 10)) == pytest.approx(0.2)
 
 
-def test_conv3x3_is_a_same_convolution():
-    from jaxagents.learners.qnets import Conv3x3
+@pytest.mark.parametrize("k", [3, 5])
+def test_conv_same_is_a_same_convolution(k):
+    from jaxagents.learners.qnets import ConvSame
 
     x = jax.random.normal(jax.random.key(0), (3, 4, 5, 6))
-    layer = Conv3x3(7)
+    layer = ConvSame(7, k)
     params = layer.init(jax.random.key(1), x)
     params = jax.tree.map(lambda p: p + 0.1, params)  # a non-zero bias too
     ref = jax.lax.conv_general_dilated(x, params["params"]["kernel"], (1, 1), "SAME",
