@@ -174,6 +174,13 @@ def cmd_crossplay(args) -> int:
         print(f"{name:<{w}} {i:>1} " + " ".join(f"{v:>9.4g}" for v in row))
     for k, d in res.summary().items():
         print(f"{k.replace('_', '-'):<10}  IQM {d['iqm']}   mean {d['mean']}   (95% stratified bootstrap over seeds)")
+    if K > 1:
+        from jaxagents.evaluation.intervals import stratified_bootstrap_ci
+
+        field = res.versus_field()
+        print("against the others (mean over the K - 1 column policies, 95% bootstrap over seeds):")
+        for i, name in enumerate(pol.names):
+            print(f"  {name:<{w}}  {stratified_bootstrap_ci(field[:, i], np.mean)}")
     short = res.finished < args.episodes
     if np.any(short):
         print(f"warning: {int(np.sum(args.episodes - res.finished[short]))} episodes did not finish within --steps "

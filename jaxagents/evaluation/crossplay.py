@@ -160,6 +160,16 @@ class CrossPlay:
         off = ~np.eye(K, dtype=bool)
         return m[:, np.arange(K), np.arange(K)], m[:, off]
 
+    def versus_field(self) -> np.ndarray:
+        """``[S, K]``: each seed's mean score of every policy against (or with) the
+        K - 1 others. In a zero-sum game the diagonal is 0 and the off-diagonal
+        antisymmetric, so this -- how each policy fares against the field -- is the
+        informative summary."""
+        m = self.per_seed()
+        K = m.shape[-1]
+        off = ~np.eye(K, dtype=bool)
+        return np.where(off[None], m, 0.0).sum(-1) / max(K - 1, 1)
+
     def summary(self, reps: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict:
         """``{"self_play": {"mean": Interval, "iqm": Interval}, "cross_play": {...}}``:
         stratified bootstrap over seeds (cells are the strata); ``cross_play`` is

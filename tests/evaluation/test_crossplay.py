@@ -75,6 +75,8 @@ def test_summary_splits_diagonal_and_off_diagonal(pd):
     s = comp.summary(reps=100)
     assert s["self_play"]["mean"].point == pytest.approx(diag.mean())
     assert s["cross_play"]["iqm"].low <= s["cross_play"]["iqm"].point <= s["cross_play"]["iqm"].high
+    field = comp.versus_field()
+    np.testing.assert_allclose(field[:, 0], (comp.per_seed()[:, 0, 1] + comp.per_seed()[:, 0, 2]) / 2, rtol=1e-6)
     d = comp.to_dict()
     json.dumps(d)
     assert d["names"] == ["C", "D", "U"] and comp.to_csv().splitlines()[0] == "row\\column,C,D,U"
