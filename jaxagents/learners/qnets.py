@@ -4,7 +4,7 @@ them too): per-role Q-networks, exploration, and an epsilon-greedy rollout.
 API (stable; the value-based learners import it)::
 
     QNetworkConfig(torso="mlp", hidden=(128, 128), activation="relu", layer_norm=True,
-                   recurrent=False, gru_size=128, cnn_channels=(32, 32, 32), cnn_kernels=(3, 3, 3))
+                   recurrent=False, gru_size=128, cnn_channels=(32, 32, 32), cnn_kernels=None)
     qagents = QAgents(env, network)                  # one Q-network per role
     params = qagents.init(key)                       # {role: params}
     hidden = qagents.initial_hidden(num_envs)        # {role: f32[E, n, H]}
@@ -78,7 +78,7 @@ class QNetworkConfig:
         recurrent: a GRU after the dense layers (memory across an episode).
         gru_size: the GRU's width.
         cnn_channels: convolution channels (``torso="cnn"``).
-        cnn_kernels: their (odd) kernel sizes, one per channel entry.
+        cnn_kernels: their (odd) kernel sizes, one per channel entry (None: 3 x 3 each).
     """
 
     torso: str = "mlp"
@@ -88,9 +88,11 @@ class QNetworkConfig:
     recurrent: bool = False
     gru_size: int = 128
     cnn_channels: Sequence[int] = (32, 32, 32)
-    cnn_kernels: Sequence[int] = (3, 3, 3)
+    cnn_kernels: Sequence[int] | None = None
 
     def __post_init__(self):
+        if self.cnn_kernels is None:
+            object.__setattr__(self, "cnn_kernels", (3,) * len(tuple(self.cnn_channels)))
         check_choice("network.torso", self.torso, ("mlp", "cnn"))
         check_choice("network.activation", self.activation, sorted(ACTIVATIONS))
         for name in ("hidden", "cnn_channels", "cnn_kernels"):

@@ -170,6 +170,7 @@ def test_population_with_pbt_runs(vdn):
 @pytest.mark.parametrize("kw, match", [
     (dict(lr=0.0), "lr"), (dict(q_lambda=1.5), "q_lambda"), (dict(eps_end=-0.1), "eps_end"),
     (dict(num_envs=0), "num_envs"), (dict(vdn="maybe"), "vdn"), (dict(network=dict(torso="rnn")), "network.torso"),
+    (dict(network=dict(cnn_channels=[8, 8], cnn_kernels=[4, 3])), "network.cnn_kernels"),
     (dict(num_envs=4, num_steps=3, num_minibatches=8), "num_minibatches"), (dict(total_timesteps=10), "total_timesteps"),
 ])
 def test_config_is_validated(kw, match):
