@@ -11,6 +11,8 @@ API (stable; the value-based learners import it)::
     hidden, q = qagents.apply(params[role], role, hidden[role], obs, reset)
                                                      # obs[T, E, n, *obs], reset bool[T, E, n]
                                                      # -> q f32[T, E, n, A]
+    hidden, action, 0, max_q, q = qagents.act(params[role], role, hidden[role], obs, None, reset, mask, key)
+                                                     # greedy, Agents.act's contract (cross-play)
     epsilon_schedule(step, start, end, duration)     # f32[], linear, then flat at ``end``
     greedy(q, mask)                    -> i32[...]   # q[..., A], mask bool[..., A]
     masked_max(q, mask)                -> f32[...]
@@ -214,6 +216,18 @@ class QAgents:
         """``obs[T, E, n, *obs]``, ``reset bool[T, E, n]``, ``hidden f32[E, n, H]``
         -> ``(hidden', q f32[T, E, n, A])``."""
         return self.modules[role].apply(params, hidden, obs, reset)
+
+    # the actor-critics' ``Agents.act`` contract, so that tools written for the PPO
+    # family (cross-play, ``jaxagents.evaluation``) play the greedy policy
+    central_critic = False
+
+    def act(self, params, role, hidden, obs, critic_in, reset, mask, key, per_env_keys: bool = False):
+        """Greedy step of ``role``'s agents, ``obs[E, n, ...]`` -> ``(hidden, action
+        i32[E, n], log_prob f32[E, n] (0: deterministic), value f32[E, n] (max legal
+        Q), q f32[E, n, A])``; ``critic_in``, ``key`` and ``per_env_keys`` are unused."""
+        hidden, q = self.apply(params, role, hidden, obs[None], reset[None])
+        q = q[0]
+        return hidden, greedy(q, mask), jnp.zeros(q.shape[:-1]), masked_max(q, mask), q
 
 
 # ------------------------------------------------------------------ exploration

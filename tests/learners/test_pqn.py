@@ -72,6 +72,26 @@ def test_conv_same_is_a_same_convolution(k):
     np.testing.assert_allclose(np.asarray(layer.apply(params, x)), np.asarray(ref), rtol=1e-5, atol=1e-5)
 
 
+def test_greedy_act_follows_the_actor_critic_contract():
+    from jaxagents.learners.qnets import QAgents
+
+    env = jaxagents.make("stag_hunt")
+    qa = QAgents(env, QNetworkConfig(hidden=(4,)))
+    h = qa.initial_hidden(3)["row"]
+    mask = jnp.array([[[False, True]], [[True, True]], [[True, False]]])
+
+    @jax.jit  # one program: eager flax init is many small compilations
+    def run(key):
+        _, ts = jax.vmap(env.reset)(jax.random.split(key, 3))
+        return qa.act(qa.init(key)["row"], "row", h, ts.obs["row"], None, jnp.ones((3, 1), bool), mask, None)
+
+    h2, a, logp, v, q = run(jax.random.key(0))
+    assert a.shape == (3, 1) and np.asarray(a)[:, 0].tolist()[::2] == [1, 0]  # the only legal action
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(greedy(q, mask)))
+    np.testing.assert_array_equal(np.asarray(v), np.asarray(masked_max(q, mask)))
+    assert not qa.central_critic and h2.shape == h.shape and float(jnp.abs(logp).sum()) == 0.0
+
+
 # ------------------------------------------------------------------ the stag hunt
 
 UPDATES = 150
