@@ -265,6 +265,12 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
             once per update through ``jax.debug.callback``.
         data_axis, data_shards: accepted for the interface; only one device
             (``data_shards=1``) is supported.
+
+    Metrics of an update (``f32[]`` each): ``loss``, ``q_taken`` (mean Q of the taken
+    actions: per agent for IQL, ``Q_tot`` for VDN/QMIX), ``td_abs`` (mean |TD error|),
+    all three 0 before learning starts (``learning`` 0/1); ``epsilon``;
+    ``episode_return/<role>`` and ``episodes`` of the rollout (as the PPO learners);
+    ``update``, ``env_steps``.
     """
     # ---- the config, unpacked once
     cfg = config

@@ -3,9 +3,9 @@
 * On a one-shot stag hunt whose actions are ordered so that the team optimum is
   *not* action 0 (the greedy tie-break), VDN finds the optimal joint action
   (stag, stag) in every member of a 2-member PBT population; IQL, on each agent's
-  own reward, settles on the risk-dominant (hare, hare) in every seed: against a
-  partner that explores uniformly, hare's sure 3 beats stag's expected 2. The same
-  settings, two different answers: neither is the network's default.
+  own reward, settles on the risk-dominant (hare, hare) in every seed (``-m slow``):
+  against a partner that explores uniformly, hare's sure 3 beats stag's expected 2.
+  The same settings, two different answers: neither is the network's default.
 * A run checkpointed half-way (replay buffer, target network, optimiser,
   environments and PBT state included) and restored ends bit-identical to the
   uninterrupted one.
@@ -133,6 +133,7 @@ def test_resume_from_a_checkpoint_is_bit_identical(vdn_population):
             np.testing.assert_array_equal(m1[k], m2[k], err_msg=k)
 
 
+@pytest.mark.slow  # a third compile (~8 s); the default suite keeps VDN's and QMIX's
 def test_iql_settles_on_the_risk_dominant_equilibrium():
     learner = make_train(QConfig(mixer="none", **TINY), MaskedStagHunt())
     states, _ = jax.jit(jax.vmap(learner.train))(jax.random.split(jax.random.key(0), 2))
