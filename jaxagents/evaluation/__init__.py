@@ -1,5 +1,7 @@
 """Evaluation tools that know no particular game: exact exploitability of small
-two-player games from a game tree the game builds (``env.game_tree()``).
+two-player games from a game tree the game builds (``env.game_tree()``); cross-play
+matrices of K policies (``jaxagents.evaluation.crossplay``) and rliable's interquartile
+means and stratified bootstrap intervals (``jaxagents.evaluation.intervals``).
 
 ``jaxagents.evaluation.exploitability`` is the *module* (its function of the same
 name is deliberately not re-exported here, so that the module is never shadowed):

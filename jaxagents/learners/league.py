@@ -34,7 +34,7 @@ The ring buffer of plain self-play is one configuration of this:
 ``LeagueConfig.ring_buffer(pool_prob)`` (uniform weighting, the mix
 ``1 - pool_prob / pool_prob / 0``, no payoff table) -- and draws exactly the same
 random numbers as before the league existed (``draw``). With a payoff table the
-draws of update ``u`` come from ``fold_in(state.league.key, u)`` so that
+draws of update ``u`` come from ``fold_in(LeagueState.key, u)`` so that
 ``after_update`` can redraw them and credit each finished game to its opponent.
 """
 
@@ -223,5 +223,5 @@ def metrics(state: LeagueState, count: jax.Array, games: jax.Array, weighting: s
         "league/win_rate_mean": jnp.sum(jnp.where(filled, p, 0.0)) / jnp.maximum(count, 1),
         "league/win_rate_min": jnp.min(jnp.where(filled, p, jnp.inf)),
         "league/games": jnp.sum(games),
-        "league/pfsp_entropy": -jnp.sum(jnp.where(w > 0, w * jnp.log(jnp.where(w > 0, w, 1.0)), 0.0)),
+        "league/pfsp_entropy": jnp.maximum(-jnp.sum(jnp.where(w > 0, w * jnp.log(jnp.where(w > 0, w, 1.0)), 0.0)), 0.0),
     }
