@@ -84,14 +84,17 @@ TEAM_REWARDS = ("mean", "sum")
 
 @dataclasses.dataclass(frozen=True)
 class QConfig:
-    """Settings of IQL / VDN / QMIX. Defaults: JaxMARL's ``qmix_rnn_smax`` where a
-    CPU can afford it (16 envs x 128 steps, 8 gradient steps per update, batch of 32
-    sequences, epsilon 1.0 -> 0.05 over the first 10% of the run, hard target update
-    every 10 updates, learning from 10,000 steps, gamma 0.99, grad-norm clip 10);
-    scaled down from it: 1e6 steps (JaxMARL 1e7), a GRU of 64 (512), a mixer
-    embedding of 32 (64) with hypernetworks of 64 (256), a buffer of 100,000 steps
-    (5,000 chunks of 128 steps), sequences of 32 steps (whole 128-step chunks); and
-    lr 5e-4 (JaxMARL 5e-5 over 10x the steps).
+    """Settings of IQL / VDN / QMIX. Defaults: JaxMARL's SMAX settings (the file
+    ``baselines/QLearning/config/alg/ql_rnn_smax.yaml`` at c793d09, shared there by
+    its IQL, VDN and QMIX) where a CPU can afford them: 16 envs x 128 steps, 8
+    gradient steps per update on batches of 32 sequences, epsilon 1.0 -> 0.05 over the
+    first 10% of the run, a hard target update every 10 updates, learning from 10,000
+    steps, gamma 0.99, grad-norm clip 10, no lr decay. Scaled down: 1e6 steps (1e7),
+    a GRU of 64 (512), a mixer embedding of 32 (64) with hypernetworks of 64 (256), a
+    buffer of 100,000 steps (5,000 chunks of 128 steps), sequences of 32 steps (whole
+    128-step chunks). Otherwise different: lr 5e-4 with Adam (5e-5 with RAdam, over
+    10x the steps), no reward scale (JaxMARL multiplies SMAX rewards by 10), and the
+    mixer's own small initialisation (``mixers.QMix.init_scale``; JaxMARL's is 0.001).
 
     Attributes:
         mixer: ``"none"`` (IQL), ``"vdn"`` or ``"qmix"``; fixed by the learner's
