@@ -181,3 +181,23 @@ def test_two_stages_through_the_runner(tmp_path):
     assert np.isfinite(res["final"]["eval/heldout/return"])
     _, learner, state, _ = runner.restore(str(tmp_path / "fcp"))
     assert jax.tree.leaves(state.extra.pool)[0].shape[:2] == (1, 2 * 2)  # [seeds, 2 partners x 2 snapshots]
+
+
+@pytest.mark.slow
+def test_stage1_sharded_and_stage2_data_parallel_match_one_device():
+    """2 fake devices: partners sharded over ``pop`` keep the same snapshots (to float
+    rounding: XLA sums a vmap of 1 member and of 2 in different orders); the FCP agent
+    with its environments split over ``data`` draws the same partners and trains alike."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    script = os.path.join(os.path.dirname(__file__), "fcp_mesh_check.py")
+    proc = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["devices_per_leaf"] == [2]
+    assert out["snapshot_diff"] < 1e-5 and out["data_param_diff"] < 1e-4
+    assert out["data_return_diff"] < 1e-4 and out["heldout_diff"] < 1e-4
