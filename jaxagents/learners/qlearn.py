@@ -202,9 +202,11 @@ class TrainState:
     """Everything a run needs to continue: checkpoint this and resume bit-identically.
 
     Attributes:
-        params: ``{"agents": {role: params}, "mixer": params}`` (online networks).
-        target: the target networks, same structure.
-        opt_state: the optimiser's state.
+        params: ``{role: params}``, the online Q-networks (the policies: what
+            evaluation and cross-play tools read, as for every learner).
+        mixer: the online mixer's params (``{}`` for IQL and VDN).
+        target, target_mixer: the target networks, same structures.
+        opt_state: the optimiser's state, over ``{"agents": params, "mixer": mixer}``.
         env: ``rollout.EnvCarry`` (environments, recurrent memory, running returns).
         buffer: ``replay.ReplayState`` (flashbax's buffer state).
         key: the run's PRNG key.
@@ -212,7 +214,9 @@ class TrainState:
     """
 
     params: dict
+    mixer: dict
     target: dict
+    target_mixer: dict
     opt_state: object
     env: EnvCarry
     buffer: ReplayState
@@ -315,7 +319,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
             for kr, role in zip(k_roles, roles):
                 obs, mask = c.ts.obs[role], c.ts.action_mask[role]
                 reset = jnp.broadcast_to(c.first[:, None], obs.shape[:2])
-                hidden[role], q = qagents.apply(params["agents"][role], role, c.hidden[role], obs[None], reset[None])
+                hidden[role], q = qagents.apply(params[role], role, c.hidden[role], obs[None], reset[None])
                 taken[role] = epsilon_greedy(kr, q[0], mask, eps)
                 actions[role] = taken[role].astype(qagents.roles[role].action_space.dtype)
             env_state, ts = venv.step(k_env, c.env_state, actions, env_params)
@@ -392,11 +396,10 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
     def init(key, hparams: HParams | None = None) -> TrainState:
         hp = HParams.from_config(cfg) if hparams is None else hparams
         k_agents, k_mixer, k_env, key = jax.random.split(key, 4)
-        params = {"agents": qagents.init(k_agents), "mixer": {}}
+        params, mix = qagents.init(k_agents), {}
         if mixer is not None:
-            params["mixer"] = mixer.init(k_mixer, jnp.zeros((1, num_agents)),
-                                         None if global_shape is None else jnp.zeros((1, *global_shape)))
-        opt_state = make_optimizer(hp, 1.0).init(params)
+            mix = mixer.init(k_mixer, jnp.zeros((1, num_agents)), None if global_shape is None else jnp.zeros((1, *global_shape)))
+        opt_state = make_optimizer(hp, 1.0).init({"agents": params, "mixer": mix})
         carry = init_carry(qagents, vec, k_env, env_params)
         example = jax.tree.map(lambda x: x[0], Step(
             obs=carry.ts.obs, action={r: jnp.zeros(carry.ts.active[r].shape, jnp.int32) for r in roles},
@@ -404,7 +407,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
             active=carry.ts.active, terminated=carry.ts.terminated, truncated=carry.ts.truncated, reset=carry.first,
             global_obs=global_obs(carry.env_state),
         ))
-        return TrainState(params, params, opt_state, carry, replay.init(example), key, jnp.zeros((), jnp.int32))
+        return TrainState(params, mix, params, mix, opt_state, carry, replay.init(example), key, jnp.zeros((), jnp.int32))
 
     def update(state: TrainState, hparams: HParams | None = None):
         hp = HParams.from_config(cfg) if hparams is None else hparams
@@ -416,20 +419,23 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         # a branch on the update count (shared by a population's members: it stays a branch under vmap)
         learn = state.update + 1 >= first_learning_update
         zeros = {"loss": jnp.zeros(()), "q_taken": jnp.zeros(()), "td_abs": jnp.zeros(())}
-        params, opt_state, metrics = jax.lax.cond(
+        online = {"agents": state.params, "mixer": state.mixer}
+        target = {"agents": state.target, "mixer": state.target_mixer}
+        online, opt_state, metrics = jax.lax.cond(
             learn,
-            lambda: gradient_steps(state.params, state.opt_state, state.target, buffer, k_learn, hp, lr_scale),
-            lambda: (state.params, state.opt_state, zeros),
+            lambda: gradient_steps(online, state.opt_state, target, buffer, k_learn, hp, lr_scale),
+            lambda: (online, state.opt_state, zeros),
         )
         refresh = (state.update + 1) % cfg.target_update_interval == 0
-        target = jax.tree.map(lambda t, p: jnp.where(refresh, p, t), state.target, params)
+        target = jax.tree.map(lambda t, p: jnp.where(refresh, p, t), target, online)
         metrics = dict(metrics)
         metrics.update(episode_metrics(episodes))
         metrics["epsilon"] = jnp.asarray(eps, jnp.float32)
         metrics["learning"] = learn.astype(jnp.float32)
         metrics["update"] = state.update + 1
         metrics["env_steps"] = (state.update + 1) * steps_per_update
-        new = TrainState(params, target, opt_state, carry, buffer, key, state.update + 1)
+        new = TrainState(online["agents"], online["mixer"], target["agents"], target["mixer"], opt_state, carry, buffer, key,
+                         state.update + 1)
         if callback is not None:
             jax.debug.callback(callback, new.update, metrics)
         return new, metrics

@@ -68,7 +68,7 @@ def _greedy_first_actions(learner, params):
         acts = []
         for role in ("row", "column"):
             obs = ts.obs[role][None, None]  # [T=1, E=1, n=1, D]
-            _, q = agents.apply(p["agents"][role], role, jnp.zeros((1, 1, agents.hidden_size)), obs, jnp.ones((1, 1, 1), bool))
+            _, q = agents.apply(p[role], role, jnp.zeros((1, 1, agents.hidden_size)), obs, jnp.ones((1, 1, 1), bool))
             acts.append(greedy(q[0, 0, 0], ts.action_mask[role][0]))
         return jnp.stack(acts)
 
