@@ -15,7 +15,7 @@ Intervals: stratified bootstrap (``evaluation.intervals``) over the agents of an
 seeds as the tasks.
 
     python baselines/experiments/fcp_crossplay.py EXP [--episodes 16] [--seeds 2]
-        [--steps 400] [--out docs/figures/fcp_coordination_ring.png] [--json OUT.json]
+        [--steps 400] [--fcp fcp,fcp3] [--out docs/figures/fcp_coordination_ring.png] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("exp", nargs=1, help="the experiment directory (EXP/partners, EXP/fcp)")
+    p.add_argument("--fcp", default="fcp", help="the FCP run(s) inside EXP, comma-separated (e.g. fcp,fcp3: more FCP seeds)")
     p.add_argument("--episodes", type=int, default=16)
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--steps", type=int, default=400)
@@ -45,8 +46,12 @@ def main(argv=None) -> int:
 
     dirs = []
     for e in args.exp:
-        holdout = runner.read_run_config(os.path.join(e, "fcp"))["train"]["holdout"]
-        dirs += [os.path.join(e, "partners"), os.path.join(e, "fcp")]
+        runs = args.fcp.split(",")
+        holdouts = {runner.read_run_config(os.path.join(e, r))["train"]["holdout"] for r in runs}
+        if len(holdouts) != 1:
+            raise SystemExit(f"the FCP runs {runs} hold out different partners: {sorted(holdouts)}")
+        (holdout,) = holdouts
+        dirs += [os.path.join(e, "partners")] + [os.path.join(e, r) for r in runs]
     pol = cp.load_policies(dirs)
     M = sum(1 for n in pol.names if n.startswith("partners"))
     kinds, short = [], []  # partners run: the last `holdout` members are held out
