@@ -253,25 +253,22 @@ def make_train(config: FCPConfig, env, *, env_params=None, callback=None, data_a
         m.update({f"eval/heldout/return/seat{s}": jnp.nanmean(scores[:, s]) for s in range(n)})
         return m
 
-    after_update, evaluate, fitness = None, None, None
-    if heldout is not None:
+    def after_update(state, traj):
+        """Held-out evaluation every ``eval_every`` updates and at the last (NaN between)."""
+        due = (state.update % cfg.eval_every == 0) | (state.update == cfg.num_updates)
+        k_eval = jax.random.fold_in(state.key, 7)
+        return state, jax.lax.cond(
+            due,
+            lambda: evaluate_heldout(state.params, state.extra.heldout, k_eval),
+            lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shape),
+        )
+
+    def evaluate(state, key):
+        return evaluate_heldout(state.params, state.extra.heldout, key)
+
+    ext = ppo.Extension(agents=agents, init_extra=init_partners, opponents=opponents)
+    if heldout is not None:  # without held-out partners: PPO's own evaluation and fitness
         shape = jax.eval_shape(lambda k: evaluate_heldout(agents.init(k), heldout, k), jax.random.key(0))
-
-        def after_update(state, traj):
-            due = (state.update % cfg.eval_every == 0) | (state.update == cfg.num_updates)
-            k_eval = jax.random.fold_in(state.key, 7)
-            metrics = jax.lax.cond(
-                due,
-                lambda: evaluate_heldout(state.params, state.extra.heldout, k_eval),
-                lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shape),
-            )
-            return state, metrics
-
-        def evaluate(state, key):
-            return evaluate_heldout(state.params, state.extra.heldout, key)
-
-        fitness = Fitness(("eval/heldout/return",))
-
-    ext = ppo.Extension(agents=agents, init_extra=init_partners, opponents=opponents, after_update=after_update,
-                        evaluate=evaluate, fitness=fitness)
+        ext = dataclasses.replace(ext, after_update=after_update, evaluate=evaluate,
+                                  fitness=Fitness(("eval/heldout/return",)))
     return dataclasses.replace(ppo.make_train(cfg.ppo, played, extension=ext, **build), config=cfg)

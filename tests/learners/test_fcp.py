@@ -201,3 +201,11 @@ def test_stage1_sharded_and_stage2_data_parallel_match_one_device():
     assert out["devices_per_leaf"] == [2]
     assert out["snapshot_diff"] < 1e-5 and out["data_param_diff"] < 1e-4
     assert out["data_return_diff"] < 1e-4 and out["heldout_diff"] < 1e-4
+
+
+def test_without_heldout_partners_ppo_evaluates(stage1):
+    env, s1, _ = stage1
+    partners = fcp.partners_from(s1.members.extra.params, s1.members.params, lead=1, holdout=0)
+    assert partners.heldout is None and jax.tree.leaves(partners.pool)[0].shape[0] == 3 * len(SNAPS)
+    learner = fcp.make_train(fcp.FCPConfig(ppo=TINY_PPO, partners="in-memory"), env, partners=partners)
+    assert learner.fitness.names == ("episode_return/agents",)
