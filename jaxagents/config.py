@@ -40,6 +40,7 @@ from jaxagents.core.validate import check_bool, check_choice, check_float, check
 # ``train`` section, and the train fields the learner's name fixes; imported lazily
 LEARNER_MODULES = {
     "selfplay": ("jaxagents.learners.selfplay", "SelfPlayConfig", {}),
+    "fcp": ("jaxagents.learners.fcp", "FCPConfig", {}),
     "ippo": ("jaxagents.learners.ppo", "PPOConfig", {}),
     "mappo": ("jaxagents.learners.ppo", "PPOConfig", {"central_critic": True}),
     "pqn": ("jaxagents.learners.pqn", "PQNConfig", {}),
