@@ -41,13 +41,16 @@ class Progress:
 
 
 def final_metrics(rows: list[dict]) -> dict:
-    """Last value of every metric (evaluations are sparse: their last entry)."""
+    """Last value of every metric (evaluations are sparse: their last entry; training
+    returns from the last update in which an episode finished -- in the others the
+    learner reports a placeholder 0 next to ``episodes == 0``)."""
     out = {}
     for r in rows:
+        no_episode = r.get("episodes") == 0
         for k, v in r.items():
-            if not k.endswith("@seeds") and k not in ("update", "env_steps") and (
-                k.startswith("episode_return/") or k.startswith("eval/")
-            ):
+            if k.endswith("@seeds") or k in ("update", "env_steps"):
+                continue
+            if k.startswith("eval/") or (k.startswith("episode_return/") and not no_episode):
                 out[k] = v
     return out
 
