@@ -82,6 +82,7 @@ from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
 from jaxagents.core.validate import check_bool
+from jaxagents_environments.robots import rng  # jax.random's numbers as one fused kernel
 
 NONE, NORTH, SOUTH, WEST, EAST, LOAD = range(6)
 ACTION_NAMES = ("none", "north", "south", "west", "east", "load")
@@ -278,7 +279,7 @@ class LevelBasedForaging(Env):
     def reset_env(self, key, params):
         n, f, hw = self.n, self.num_food, self.rows * self.cols
         # One draw of uniforms for everything (a single threefry call compiles fast).
-        u = jax.random.uniform(key, (2 * n + hw + 3 * f,))
+        u = rng.uniform(key, (2 * n + hw + 3 * f,))
         u_perm, u_lvl, u_cell, u_fperm, u_flvl, u_fpos = jnp.split(u, np.cumsum([n, n, hw, f, f]))
         perm = jnp.argsort(u_perm)
         level = _uniform_int(u_lvl, params.min_player_level[perm], params.max_player_level[perm])

@@ -75,6 +75,7 @@ from flax import struct
 from jaxagents.core import Box, Discrete, Env, Role
 from jaxagents.core.validate import check_bool
 from jaxagents_environments.robots.grid_rware_moves import resolve_moves
+from jaxagents_environments.robots import rng  # jax.random's numbers as one fused kernel
 
 NOOP, FORWARD, LEFT, RIGHT, TOGGLE_LOAD = range(5)
 UP, DOWN, LEFT_DIR, RIGHT_DIR = range(4)
@@ -274,7 +275,7 @@ class RobotWarehouse(Env):
         n, hw = self.n, self.height * self.width
         # One draw of uniforms for everything (a single threefry call compiles fast):
         # the first n of a random order of the cells / shelves are distinct and uniform.
-        u = jax.random.uniform(key, (hw + n + self.num_shelves,))
+        u = rng.uniform(key, (hw + n + self.num_shelves,))
         state = RWAREState(
             pos=jnp.argsort(u[:hw])[:n].astype(jnp.int32),
             dir=jnp.minimum((u[hw:hw + n] * 4).astype(jnp.int32), 3),
@@ -293,7 +294,7 @@ class RobotWarehouse(Env):
     def step_env(self, key, state, actions, params):
         n, hw, s = self.n, self.height * self.width, self.num_shelves
         # one draw: a random agent order for ties, one uniform per goal for new requests
-        u = jax.random.uniform(key, (n + len(self.goals),))
+        u = rng.uniform(key, (n + len(self.goals),))
         raw = actions["robot"]
         legal = (raw >= 0) & (raw < 5)
         act = jnp.where(legal, raw, NOOP)

@@ -65,6 +65,7 @@ from jaxagents_environments.robots.arena import (
 )
 from jaxagents_environments.robots.arena_sim import BARRIERS, METRICS, simulate
 from jaxagents_environments.robots.controller import continuous_command, waypoints
+from jaxagents_environments.robots import rng
 
 ACTION_MODES = ("discrete", "continuous")
 # the keyword arguments every scenario accepts (through ``**kwargs``)
@@ -205,7 +206,7 @@ class RobotScenario(Env):
         return state, self.make_timestep(obs=self.observe(state, params), info=info)
 
     def step_env(self, key, state, actions, params):
-        k_sim, k_task = jax.random.split(key)
+        k_sim, k_task = rng.split(key)  # jax.random.split's keys, one fused kernel (see rng.py)
         a = jnp.concatenate([actions[k] for k in self.roles], 0)
         p = params.arena
         if self.action_mode == "discrete":
