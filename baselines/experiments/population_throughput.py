@@ -58,6 +58,9 @@ p.add_argument("--lapack-init", action="store_true",
                "deadlocked on 2 CPU cores at NUM_SEEDS >= 4); by default it is swapped for jaxagents.nn.init.orthogonal, "
                "the same distribution computed in XLA. Initialisation is outside the timed difference either way")
 p.add_argument("--json", default=None)
+p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+               help="a config override for our learner, e.g. train.bootstrap_truncated=false (JaxMARL's semantics: "
+               "a truncated episode is treated as terminated, no V(final obs)); repeatable")
 p.add_argument("--ready-only", action="store_true",
                help="only time jit(Population.update) (no PBT, --reps calls) against jit(Population._ready) (--ready-calls calls)")
 args = p.parse_args()
@@ -71,7 +74,7 @@ RANGES = {"lr": (1.0e-4, 2.0e-3), "ent_coef": (1.0e-3, 5.0e-2)}
 def learner_for(u):
     from jaxagents import runner
 
-    learner = runner.build(runner.load_config(CONFIG, [f"train.total_timesteps={u * STEPS}"]))
+    learner = runner.build(runner.load_config(CONFIG, [f"train.total_timesteps={u * STEPS}", *args.override]))
     assert learner.num_updates == u
     return learner
 
@@ -176,7 +179,8 @@ def ready_only(size, update_calls, ready_calls):
 
 
 which, U0, U = args.which.split(","), args.base_updates, args.updates
-results = {"updates": U, "base_updates": U0, "cpus": os.cpu_count(), "jax": jax.__version__, "sizes": {}}
+results = {"updates": U, "base_updates": U0, "cpus": os.cpu_count(), "jax": jax.__version__, "overrides": args.override,
+           "sizes": {}}
 if p_ready:  # only the PBT step's cost against an update (no JaxMARL)
     for size in [int(s) for s in args.sizes.split(",")]:
         t = ready_only(size, args.reps, args.ready_calls)
