@@ -13,7 +13,7 @@ Modules:
 * ``scenario.py``: ``RobotScenario``, the base class of the scenarios;
 * ``navigation.py``, ``foraging.py``, ``predator_prey.py``, ``discovery.py``: scenarios;
 * ``render.py``: RGB frames (numpy) and ``save_gif``.
-* ``rng.py``: ``split`` / ``uniform`` bit-identical to ``jax.random``'s, as one fused kernel
+* ``jaxagents.core.threefry``: ``split`` / ``uniform`` bit-identical to ``jax.random``'s, as one fused kernel
   (JAX's CPU threefry is a rolled loop of ~100 kernel launches: the cost of a small-batch reset).
 
 Adding a scenario (e.g. material transport). Subclass ``RobotScenario`` in a new module::

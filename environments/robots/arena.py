@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxagents_environments.robots import rng  # jax.random's numbers, fused (one kernel per draw)
+from jaxagents.core import threefry as rng  # jax.random's numbers, fused (one kernel per draw)
 
 # ---------------------------------------------------------------- constants (spec table)
 X_MIN, X_MAX, Y_MIN, Y_MAX = -1.6, 1.6, -1.0, 1.0

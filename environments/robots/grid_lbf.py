@@ -82,7 +82,7 @@ from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
 from jaxagents.core.validate import check_bool
-from jaxagents_environments.robots import rng  # jax.random's numbers as one fused kernel
+from jaxagents.core import threefry as rng  # jax.random's numbers as one fused kernel
 
 NONE, NORTH, SOUTH, WEST, EAST, LOAD = range(6)
 ACTION_NAMES = ("none", "north", "south", "west", "east", "load")

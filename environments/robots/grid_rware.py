@@ -75,7 +75,7 @@ from flax import struct
 from jaxagents.core import Box, Discrete, Env, Role
 from jaxagents.core.validate import check_bool
 from jaxagents_environments.robots.grid_rware_moves import resolve_moves
-from jaxagents_environments.robots import rng  # jax.random's numbers as one fused kernel
+from jaxagents.core import threefry as rng  # jax.random's numbers as one fused kernel
 
 NOOP, FORWARD, LEFT, RIGHT, TOGGLE_LOAD = range(5)
 UP, DOWN, LEFT_DIR, RIGHT_DIR = range(4)

@@ -26,7 +26,7 @@ from jaxagents_environments.robots.arena import (
     X_MAX, X_MIN, Y_MAX, Y_MIN, ArenaParams, make_grid, pose_draws, poses_from_uniforms, position_draws,
     positions_from_uniforms,
 )
-from jaxagents_environments.robots import rng
+from jaxagents.core import threefry as rng
 from jaxagents_environments.robots.scenario import RobotScenario, pose_features
 
 

@@ -65,7 +65,7 @@ from jaxagents_environments.robots.arena import (
 )
 from jaxagents_environments.robots.arena_sim import BARRIERS, METRICS, simulate
 from jaxagents_environments.robots.controller import continuous_command, waypoints
-from jaxagents_environments.robots import rng
+from jaxagents.core import threefry as rng
 
 ACTION_MODES = ("discrete", "continuous")
 # the keyword arguments every scenario accepts (through ``**kwargs``)

@@ -71,6 +71,17 @@ class HParamSpec:
         return jnp.clip(value, self.low, self.high)
 
 
+def hparam_space(ranges: dict, config) -> dict[str, HParamSpec]:
+    """``{name: HParamSpec}`` from a learner's ``ranges`` ``{name: (low, high, scale)}``
+    (where a population may move each traced hyper-parameter), the defaults read
+    from ``config``'s field of the same name; a default outside its range widens it."""
+    out = {}
+    for name, (low, high, scale) in ranges.items():
+        d = float(getattr(config, name))
+        out[name] = HParamSpec(name, d, min(low, d), max(high, d), scale)
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Fitness:
     """``sign * mean(metrics[name] for name in names)``: the default fitness of a

@@ -57,7 +57,7 @@ from jaxagents.learners import estimators
 from jaxagents.learners.agents import Agents
 from jaxagents.learners.interface import Fitness, Learner
 from jaxagents.learners.ppo_config import PPOConfig
-from jaxagents.learners.rollout import EnvCarry, collect, init_carry
+from jaxagents.learners.rollout import EnvCarry, collect, init_carry, shaped_reward
 from jaxagents.learners.update import Batch, HParams, hparam_space, make_optimizer, ppo_epochs, subsample_agents
 
 
@@ -220,16 +220,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         _check_shaped_reward(env, env_params, cfg.shaped_reward)
 
     def shaped(update):
-        if cfg.shaped_reward is None:
-            return None
-        horizon = max(cfg.shaped_reward_horizon, 1.0)
-        coef = jnp.maximum(1.0 - update * steps_per_update / horizon, 0.0) if cfg.shaped_reward_horizon > 0 else 1.0
-
-        def fn(ts, role):
-            x = ts.info[cfg.shaped_reward]
-            return coef * (x[role] if isinstance(x, dict) else x)
-
-        return fn
+        return shaped_reward(cfg.shaped_reward, cfg.shaped_reward_horizon, steps_per_update, update)
 
     def init(key, hparams: HParams | None = None) -> TrainState:
         hp = HParams.from_config(cfg) if hparams is None else hparams

@@ -48,11 +48,11 @@ from flax import struct
 
 from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners.interface import Fitness, HParamSpec, Learner
+from jaxagents.learners.interface import Fitness, Learner, hparam_space
 from jaxagents.learners.ppo import _check_shaped_reward, episode_metrics
 from jaxagents.learners.qlambda import q_lambda
 from jaxagents.learners.qnets import QAgents, QNetworkConfig, collect, epsilon_schedule
-from jaxagents.learners.rollout import EnvCarry, init_carry
+from jaxagents.learners.rollout import EnvCarry, init_carry, shaped_reward
 from jaxagents.learners.update import make_optimizer
 
 
@@ -155,15 +155,6 @@ HPARAM_RANGES = {
 }
 
 
-def hparam_space(cfg: PQNConfig) -> dict:
-    """``{name: HParamSpec}`` of ``PQNHParams``, defaults from ``cfg``."""
-    out = {}
-    for name, (low, high, scale) in HPARAM_RANGES.items():
-        d = float(getattr(cfg, name))
-        out[name] = HParamSpec(name, d, min(low, d), max(high, d), scale)
-    return out
-
-
 @struct.dataclass
 class TrainState:
     """Everything a run needs to continue: checkpoint this and resume bit-identically."""
@@ -208,16 +199,7 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
     vec = VecEnv(env, num_envs, reset_budget=cfg.reset_budget, final_obs=cfg.bootstrap_truncated)
 
     def shaped(update):
-        if cfg.shaped_reward is None:
-            return None
-        horizon = max(cfg.shaped_reward_horizon, 1.0)
-        coef = jnp.maximum(1.0 - update * steps_per_update / horizon, 0.0) if cfg.shaped_reward_horizon > 0 else 1.0
-
-        def fn(ts, role):
-            x = ts.info[cfg.shaped_reward]
-            return coef * (x[role] if isinstance(x, dict) else x)
-
-        return fn
+        return shaped_reward(cfg.shaped_reward, cfg.shaped_reward_horizon, steps_per_update, update)
 
     def init(key, hparams: PQNHParams | None = None) -> TrainState:
         hp = PQNHParams.from_config(cfg) if hparams is None else hparams
@@ -341,7 +323,7 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         update=update,
         evaluate=evaluate,
         default_hparams=PQNHParams.from_config(cfg),
-        hparam_space=hparam_space(cfg),
+        hparam_space=hparam_space(HPARAM_RANGES, cfg),
         fitness=Fitness(tuple(f"episode_return/{r}" for r in roles), valid="episodes"),
         config=cfg,
         env=env,

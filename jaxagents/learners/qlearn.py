@@ -71,7 +71,7 @@ from flax import struct
 
 from jaxagents.core.validate import check_bool, check_choice, check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners.interface import Fitness, HParamSpec, Learner
+from jaxagents.learners.interface import Fitness, Learner, hparam_space
 from jaxagents.learners.mixers import MIXERS, make_mixer
 from jaxagents.learners.ppo import episode_metrics
 from jaxagents.learners.qnets import QAgents, QNetworkConfig, epsilon_greedy, epsilon_schedule, greedy, masked_max
@@ -187,14 +187,6 @@ class HParams:
 # where a population may move them: (low, high, scale); a config value outside widens the range
 HPARAM_RANGES = {"lr": (1e-5, 1e-2, "log"), "gamma": (0.8, 0.9999, "linear"), "eps_end": (0.0, 0.3, "linear"),
                  "max_grad_norm": (0.1, 100.0, "log")}
-
-
-def hparam_space(cfg: QConfig) -> dict:
-    out = {}
-    for name, (low, high, scale) in HPARAM_RANGES.items():
-        d = float(getattr(cfg, name))
-        out[name] = HParamSpec(name, d, min(low, d), max(high, d), scale)
-    return out
 
 
 @struct.dataclass
@@ -455,7 +447,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         update=update,
         evaluate=evaluate,
         default_hparams=HParams.from_config(cfg),
-        hparam_space=hparam_space(cfg),
+        hparam_space=hparam_space(HPARAM_RANGES, cfg),
         fitness=Fitness(tuple(f"episode_return/{r}" for r in roles), valid="episodes"),
         config=cfg,
         env=env,

@@ -230,3 +230,20 @@ def _value(agents, params, role, obs):
     h = agents.modules[role].initial_state(obs.shape[:2])
     _, _, v = agents.apply(params, role, h, obs[None], obs[None], jnp.zeros((1, *obs.shape[:2]), bool))
     return v[0]
+
+
+def shaped_reward(name: str | None, horizon: float, steps_per_update: int, update):
+    """``collect``'s ``reward_fn`` for a shaped reward: the environment's
+    ``info[name]`` (a ``{role: [E, n]}`` dict or one array for every role) times a
+    coefficient annealed linearly from 1 to 0 over ``horizon`` env steps, evaluated at
+    ``update`` (``i32[]``, updates done) updates of ``steps_per_update`` env steps
+    each; constant 1 when ``horizon`` is 0. None without a ``name``."""
+    if name is None:
+        return None
+    coef = jnp.maximum(1.0 - update * steps_per_update / max(horizon, 1.0), 0.0) if horizon > 0 else 1.0
+
+    def fn(ts, role):
+        x = ts.info[name]
+        return coef * (x[role] if isinstance(x, dict) else x)
+
+    return fn

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxagents.learners.interface import HParamSpec
+from jaxagents.learners import interface
 
 
 @struct.dataclass
@@ -62,11 +62,7 @@ HPARAM_RANGES = {
 def hparam_space(cfg) -> dict:
     """``{name: HParamSpec}`` of the PPO family's traced hyper-parameters, the
     defaults read from ``cfg``."""
-    out = {}
-    for name, (low, high, scale) in HPARAM_RANGES.items():
-        d = float(getattr(cfg, name))
-        out[name] = HParamSpec(name, d, min(low, d), max(high, d), scale)
-    return out
+    return interface.hparam_space(HPARAM_RANGES, cfg)
 
 
 @struct.dataclass

@@ -1,4 +1,4 @@
-"""``rng.py`` (fused threefry) gives jax.random's numbers, and ``wrap_angle`` mod's values."""
+"""``jaxagents.core.threefry`` (fused threefry) gives jax.random's numbers, and ``wrap_angle`` mod's values."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxagents_environments.robots import rng
+from jaxagents.core import threefry as rng
 from jaxagents_environments.robots.arena import wrap_angle
 
 
