@@ -5,8 +5,12 @@
 * ``ppo``: IPPO and MAPPO (feed-forward or recurrent); other learners extend it
   through ``ppo.Extension``.
 * ``selfplay``: one shared policy over all roles, RAE / per-role normalisation /
-  GAE / GRPO / GiGPO, opponent pools, evaluation through the environment's
-  capabilities.
+  GAE / GRPO / GiGPO, opponent pools and leagues (``league``: prioritised fictitious
+  self-play), evaluation through the environment's capabilities.
+* ``fcp``: fictitious co-play (self-play partners with snapshots, then a best
+  response to the frozen pool).
+* ``pqn`` (PQN, PQN-VDN) and ``qlearn`` (IQL, VDN, QMIX with ``mixers`` and flashbax
+  ``replay``): value-based learners on shared ``qnets`` and ``qlambda``.
 """
 
 from jaxagents.learners.interface import Fitness, HParamSpec, Learner
