@@ -71,6 +71,12 @@ class HParamSpec:
         return jnp.clip(value, self.low, self.high)
 
 
+def hparams_from_config(cls, config):
+    """A learner's hparams dataclass ``cls`` with every field read as ``f32[]`` from
+    ``config``'s field of the same name (the config's values: ``default_hparams``)."""
+    return cls(**{name: jnp.asarray(getattr(config, name), jnp.float32) for name in cls.__dataclass_fields__})
+
+
 def hparam_space(ranges: dict, config) -> dict[str, HParamSpec]:
     """``{name: HParamSpec}`` from a learner's ``ranges`` ``{name: (low, high, scale)}``
     (where a population may move each traced hyper-parameter), the defaults read

@@ -48,7 +48,7 @@ from flax import struct
 
 from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners.interface import Fitness, Learner, hparam_space
+from jaxagents.learners.interface import Fitness, Learner, hparam_space, hparams_from_config
 from jaxagents.learners.ppo import _check_shaped_reward, episode_metrics
 from jaxagents.learners.qlambda import q_lambda
 from jaxagents.learners.qnets import QAgents, QNetworkConfig, collect, epsilon_schedule
@@ -141,8 +141,7 @@ class PQNHParams:
 
     @classmethod
     def from_config(cls, cfg: PQNConfig) -> "PQNHParams":
-        f = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-        return cls(f(cfg.lr), f(cfg.max_grad_norm), f(cfg.gamma), f(cfg.q_lambda), f(cfg.eps_end))
+        return hparams_from_config(cls, cfg)
 
 
 # where a population may move them: (low, high, scale); a config value outside widens the range

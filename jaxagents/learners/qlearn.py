@@ -71,7 +71,7 @@ from flax import struct
 
 from jaxagents.core.validate import check_bool, check_choice, check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners.interface import Fitness, Learner, hparam_space
+from jaxagents.learners.interface import Fitness, Learner, hparam_space, hparams_from_config
 from jaxagents.learners.mixers import MIXERS, make_mixer
 from jaxagents.learners.ppo import episode_metrics
 from jaxagents.learners.qnets import QAgents, QNetworkConfig, epsilon_greedy, epsilon_schedule, greedy, masked_max
@@ -180,8 +180,7 @@ class HParams:
 
     @classmethod
     def from_config(cls, cfg: QConfig) -> "HParams":
-        f = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-        return cls(f(cfg.lr), f(cfg.gamma), f(cfg.eps_end), f(cfg.max_grad_norm))
+        return hparams_from_config(cls, cfg)
 
 
 # where a population may move them: (low, high, scale); a config value outside widens the range

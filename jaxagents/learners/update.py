@@ -42,8 +42,7 @@ class HParams:
 
     @classmethod
     def from_config(cls, cfg) -> "HParams":
-        f = lambda x: jnp.asarray(x, jnp.float32)
-        return cls(f(cfg.lr), f(cfg.ent_coef), f(cfg.vf_coef), f(cfg.clip_eps), f(cfg.gamma), f(cfg.gae_lambda), f(cfg.max_grad_norm))
+        return interface.hparams_from_config(cls, cfg)
 
 
 # Where a population may move each of them: (low, high, scale). A config value
