@@ -61,7 +61,7 @@ from jaxagents.core.validate import check_bool, check_choice, check_positive_int
 from jaxagents.learners.rollout import EnvCarry
 from jaxagents.nn import GRU
 from jaxagents.nn.init import orthogonal
-from jaxagents.nn.torsos import ACTIVATIONS, activation
+from jaxagents.nn.torsos import ACTIVATIONS, ConvSame, activation
 
 # ------------------------------------------------------------------ networks
 
@@ -108,34 +108,6 @@ class QNetworkConfig:
         object.__setattr__(self, "layer_norm", check_bool("network.layer_norm", self.layer_norm))
         object.__setattr__(self, "recurrent", check_bool("network.recurrent", self.recurrent))
         object.__setattr__(self, "gru_size", check_positive_int("network.gru_size", self.gru_size))
-
-
-class ConvSame(nn.Module):
-    """A ``k x k`` 'SAME' convolution (``k`` odd), stride 1, ``[N, H, W, C] -> [N, H,
-    W, features]``: the layer of ``flax.linen.Conv(features, (k, k), padding="SAME")``
-    (kernel ``[k, k, C, features]``, orthogonal init as ``jaxagents.nn.CNN``), computed
-    as one matmul over the ``k * k`` shifted slices of the zero-padded input (im2col).
-
-    Why not ``nn.Conv``: XLA's CPU backend runs a convolution's *gradient* inside a
-    loop -- and a training program is loops (minibatches, epochs, updates) -- about
-    20x slower than outside one (a 3-layer CNN on Overcooked's ``[4, 5, 26]`` grid,
-    128 samples: 2.2 s per 16 Adam steps in nested scans, 0.13 s as slices + matmul;
-    docs/results_qlearning.md). Slices, pads and dots have no such cliff."""
-
-    features: int
-    kernel: int = 3
-
-    @nn.compact
-    def __call__(self, x):
-        n, h, w, c = x.shape
-        k, r = self.kernel, self.kernel // 2
-        kernel = self.param("kernel", orthogonal(np.sqrt(2)), (k, k, c, self.features))
-        bias = self.param("bias", nn.initializers.zeros, (self.features,))
-        xp = jnp.pad(x, ((0, 0), (r, r), (r, r), (0, 0)))
-        # patches[..., (i, j, c)] = x[y + i - r, x + j - r, c]: the kernel's own (row-major) order
-        patches = jnp.concatenate([xp[:, i:i + h, j:j + w, :] for i in range(k) for j in range(k)], axis=-1)
-        y = patches.reshape(-1, k * k * c) @ kernel.reshape(k * k * c, self.features) + bias
-        return y.reshape(n, h, w, self.features)
 
 
 class QNetwork(nn.Module):

@@ -50,9 +50,43 @@ class MLP(nn.Module):
         return x.reshape(*batch, x.shape[-1])
 
 
+class ConvSame(nn.Module):
+    """A ``k x k`` 'SAME' convolution (``k`` odd), stride 1, ``[N, H, W, C] -> [N, H,
+    W, features]``: the layer of ``flax.linen.Conv(features, (k, k), padding="SAME")``
+    (kernel ``[k, k, C, features]``, orthogonal init), computed as one matmul over the
+    ``k * k`` shifted slices of the zero-padded input (im2col).
+
+    Why not ``nn.Conv``: XLA's CPU backend runs a convolution's *gradient* inside a
+    loop -- and a training program is loops (minibatches, epochs, updates) -- about
+    20x slower than outside one (a 3-layer CNN on Overcooked's ``[4, 5, 26]`` grid,
+    128 samples: 2.2 s per 16 Adam steps in nested scans, 0.13 s as slices + matmul;
+    docs/results_qlearning.md). Slices, pads and dots have no such cliff. The
+    parameters have ``nn.Conv``'s names and shapes, so a module named ``Conv_i`` is
+    initialised with the very values ``nn.Conv`` would draw."""
+
+    features: int
+    kernel: int = 3
+
+    @nn.compact
+    def __call__(self, x):
+        n, h, w, c = x.shape
+        k, r = self.kernel, self.kernel // 2
+        if k % 2 != 1:
+            raise ValueError(f"kernel must be odd for a 'SAME' convolution, got {k}")
+        kernel = self.param("kernel", _ortho(), (k, k, c, self.features))
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        xp = jnp.pad(x, ((0, 0), (r, r), (r, r), (0, 0)))
+        # patches[..., (i, j, c)] = x[y + i - r, x + j - r, c]: the kernel's own (row-major) order
+        patches = jnp.concatenate([xp[:, i:i + h, j:j + w, :] for i in range(k) for j in range(k)], axis=-1)
+        y = patches.reshape(-1, k * k * c) @ kernel.reshape(k * k * c, self.features) + bias
+        return y.reshape(n, h, w, self.features)
+
+
 class CNN(nn.Module):
     """Convolutions over ``[..., H, W, C]`` grids (Overcooked's lossless encoding),
-    then dense layers. 'SAME' padding keeps small grids from vanishing."""
+    then dense layers. 'SAME' padding keeps small grids from vanishing; the layers are
+    ``ConvSame`` (named ``Conv_i`` as ``nn.Conv`` layers were, so checkpoints and
+    initial values are unchanged; outputs equal ``nn.Conv``'s to float rounding)."""
 
     channels: Sequence[int] = (32, 32, 32)
     kernels: Sequence[int] = (3, 3, 3)
@@ -64,8 +98,8 @@ class CNN(nn.Module):
         x = jnp.asarray(x, jnp.float32)
         batch = x.shape[:-3]
         x = x.reshape(-1, *x.shape[-3:])
-        for c, k in zip(self.channels, self.kernels):
-            x = activation(self.act)(nn.Conv(c, (k, k), padding="SAME", kernel_init=_ortho())(x))
+        for i, (c, k) in enumerate(zip(self.channels, self.kernels)):
+            x = activation(self.act)(ConvSame(c, k, name=f"Conv_{i}")(x))
         x = x.reshape(*batch, -1)
         return MLP(self.hidden, self.act)(x)
 

@@ -88,3 +88,38 @@ def test_clip_by_stream_norm_clips_actor_and_critic_apart():
     np.testing.assert_allclose(np.linalg.norm(np.r_[p["actor"]["w"], p["pi"]["b"]]), 0.5, rtol=1e-6)
     np.testing.assert_allclose(p["critic"]["w"], 0.1)
     np.testing.assert_allclose(p["v"]["b"], 0.1)
+
+
+def test_cnn_keeps_flax_conv_parameters_and_outputs():
+    """``CNN``'s ``ConvSame`` layers (slices + one matmul; fast gradients on XLA:CPU)
+    replace ``nn.Conv`` without changing the parameter tree or the initial values, and
+    compute the same function to float rounding."""
+    import flax.linen as nn
+
+    from jaxagents.nn import CNN
+    from jaxagents.nn.init import orthogonal as ortho
+
+    class ConvCNN(nn.Module):  # the previous CNN, written with nn.Conv
+        @nn.compact
+        def __call__(self, x):
+            batch = x.shape[:-3]
+            x = x.reshape(-1, *x.shape[-3:])
+            for c, k in zip((8, 6), (3, 5)):
+                x = nn.relu(nn.Conv(c, (k, k), padding="SAME", kernel_init=ortho(np.sqrt(2)))(x))
+            x = x.reshape(*batch, -1)
+            dense = nn.Dense(4, kernel_init=ortho(np.sqrt(2)), bias_init=nn.initializers.zeros, name="MLP_0")
+            return nn.relu(dense(x.reshape(-1, x.shape[-1]))).reshape(*batch, 4)
+
+    x = jax.random.normal(jax.random.key(0), (2, 3, 4, 5, 7))
+    new, old = CNN((8, 6), (3, 5), hidden=(4,), act="relu"), ConvCNN()
+    p_new, p_old = new.init(jax.random.key(1), x), old.init(jax.random.key(1), x)
+    for i in range(2):
+        for leaf in ("kernel", "bias"):
+            np.testing.assert_array_equal(p_new["params"][f"Conv_{i}"][leaf], p_old["params"][f"Conv_{i}"][leaf])
+    leaves, tree = jax.tree.flatten(p_new)  # random non-zero biases too
+    bumped = jax.tree.unflatten(tree, [p + 0.1 * jax.random.normal(jax.random.key(i), p.shape) for i, p in enumerate(leaves)])
+    assert np.any(np.asarray(new.apply(bumped, x)) == 0)  # the final ReLU is exercised
+    y_new = new.apply(bumped, x)
+    y_old = ConvCNN().apply({"params": {**bumped["params"], "MLP_0": bumped["params"]["MLP_0"]["Dense_0"]}}, x)
+    assert y_new.shape == (2, 3, 4)
+    np.testing.assert_allclose(np.asarray(y_new), np.asarray(y_old), rtol=1e-5, atol=1e-5)

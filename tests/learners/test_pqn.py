@@ -61,7 +61,7 @@ def test_exploration_is_uniform_over_legal_actions():
 
 @pytest.mark.parametrize("k", [3, 5])
 def test_conv_same_is_a_same_convolution(k):
-    from jaxagents.learners.qnets import ConvSame
+    from jaxagents.nn.torsos import ConvSame
 
     x = jax.random.normal(jax.random.key(0), (3, 4, 5, 6))
     layer = ConvSame(7, k)
