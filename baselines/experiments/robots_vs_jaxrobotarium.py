@@ -73,6 +73,9 @@ def parse():
     a.add_argument("--modes", nargs="+", default=list(MODES[:4]), choices=MODES)
     a.add_argument("--repeats", type=int, default=5)
     a.add_argument("--steps-scale", type=float, default=1.0, help="multiply the scan lengths")
+    a.add_argument("--harness", choices=("fused", "jax"), default="fused",
+                   help="the shared harness's key splits and action draws: jax.random's rolled threefry "
+                        "('jax') or the same hash as one fused kernel ('fused', jaxagents.core.threefry)")
     a.add_argument("--json", default=None, help="write every timing here")
     return a.parse_args()
 
@@ -91,14 +94,30 @@ def import_theirs(path):
     return Theirs
 
 
-def ours_program(n, mode, num_envs, steps):
+def harness(kind):
+    """``(split, actions)`` of the shared harness: ``split(key, num)`` and
+    ``actions(key, shape)`` (uniform integers in [0, 5)). Both sides get the same keys and
+    actions; ``fused`` only makes them cheaper to compute (one kernel instead of JAX's
+    rolled threefry loop, which costs ~2 us per step at 1 env on either side)."""
+    if kind == "jax":
+        return jax.random.split, lambda k, shape: jax.random.randint(k, shape, 0, 5)
+    from jaxagents.core import threefry
+
+    return threefry.split, lambda k, shape: jnp.minimum(jnp.floor(5 * threefry.uniform(k, shape)), 4).astype(jnp.int32)
+
+
+def ours_program(n, mode, num_envs, steps, harness_kind="fused"):
     safety = not mode.startswith("off")
     env = Navigation(num_robots=n, safety=safety, zero_order_hold=mode.endswith("hold"),
                      barrier="robust" if mode.startswith("robust") else "guarded")
     p = env.default_params()
 
+    from jaxagents.core import threefry
+
+    split, draw = harness(harness_kind)
+
     def one(k, s, a):
-        k_step, k_reset = jax.random.split(k)
+        k_step, k_reset = threefry.split(k)  # our side's own split (jax.random's keys, one kernel)
         s1, ts = env.step_env(k_step, s, {"robot": a}, p)
         s0, _ = env.reset_env(k_reset, p)
         done = ts.terminated | ts.truncated
@@ -108,8 +127,8 @@ def ours_program(n, mode, num_envs, steps):
 
     def run(key, state):
         def body(s, k):
-            ka, ks = jax.random.split(k)
-            s, r = batch(jax.random.split(ks, num_envs), s, jax.random.randint(ka, (num_envs, n), 0, 5))
+            ka, ks = split(k)
+            s, r = batch(split(ks, num_envs), s, draw(ka, (num_envs, n)))
             return s, jnp.sum(r)
 
         return jax.lax.scan(body, state, jax.random.split(key, steps))
@@ -118,19 +137,20 @@ def ours_program(n, mode, num_envs, steps):
     return run, state
 
 
-def theirs_program(Theirs, n, mode, num_envs, steps):
+def theirs_program(Theirs, n, mode, num_envs, steps, harness_kind="fused"):
     ctrl = {"controller": "clf_uni_position"}
     if not mode.startswith("off"):
         ctrl["barrier_fn"] = "robust_barriers"
     env = Theirs(n, max_steps=100, controller=ctrl, update_frequency=30, eval=mode.endswith("tick"))
     agents = list(env.agents)
     step = jax.vmap(env.step)
+    split, draw = harness(harness_kind)
 
     def run(key, state):
         def body(s, k):
-            ka, ks = jax.random.split(k)
-            a = jax.random.randint(ka, (num_envs, n), 0, 5)
-            _, s, rew, _, _ = step(jax.random.split(ks, num_envs), s, {g: a[:, i] for i, g in enumerate(agents)})
+            ka, ks = split(k)
+            a = draw(ka, (num_envs, n))
+            _, s, rew, _, _ = step(split(ks, num_envs), s, {g: a[:, i] for i, g in enumerate(agents)})
             return s, sum(jnp.sum(rew[g]) for g in agents)
 
         return jax.lax.scan(body, state, jax.random.split(key, steps))
@@ -157,7 +177,7 @@ def main():
     a = parse()
     Theirs = import_theirs(a.jaxrobotarium)
     rows = []
-    print(f"jax {jax.__version__}, load {os.getloadavg()[0]:.2f} at start")
+    print(f"jax {jax.__version__}, harness {a.harness}, load {os.getloadavg()[0]:.2f} at start")
     print("| robots | mode | envs | steps/run | ours best (median) | JaxRobotarium best (median) | ratio best (median) |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for n in a.robots:
@@ -166,8 +186,8 @@ def main():
                 kind = "tick" if mode.endswith("tick") and not mode.startswith("off") else "cheap"
                 table = STEPS[kind]
                 steps = max(1, int(a.steps_scale * table.get(ne, max(1, 6144 // ne))))
-                ours, c_ours = compiled(*ours_program(n, mode, ne, steps))
-                theirs, c_theirs = compiled(*theirs_program(Theirs, n, mode, ne, steps))
+                ours, c_ours = compiled(*ours_program(n, mode, ne, steps, a.harness))
+                theirs, c_theirs = compiled(*theirs_program(Theirs, n, mode, ne, steps, a.harness))
                 t_o, t_t = [], []
                 for _ in range(a.repeats):  # interleaved
                     t_o.append(ours())
@@ -183,7 +203,7 @@ def main():
     print(f"load {os.getloadavg()[0]:.2f} at end")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"jax": jax.__version__, "rows": rows}, f, indent=1)
+            json.dump({"jax": jax.__version__, "harness": a.harness, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ WHEEL_RADIUS = 0.016
 AXLE_LENGTH = 0.105
 MAX_SPEED = 0.2  # m/s; wheel-speed limit MAX_SPEED / WHEEL_RADIUS = 12.5 rad/s
 MAX_TURN_RATE = 2 * MAX_SPEED / AXLE_LENGTH  # rad/s, both wheels at the limit in opposite directions
+MAX_TICK_TURN = 1.0  # rad: the largest turn of one tick (dt * 2 max_speed / L) that ``turn`` is float32-exact for
 SAFETY_RADIUS = 0.2  # barrier distance between the projected points of two standard robots
 PROJECTION_DISTANCE = 0.05
 BARRIER_GAIN = 150.0
@@ -156,6 +157,11 @@ def check_arena_params(p: ArenaParams, num_robots: int, spacing: float) -> None:
         if np.any(p.dt * getattr(p, name) > 1):
             raise ValueError(f"params.arena.{name} must be <= 1 / dt = {1 / float(np.max(p.dt)):.3g} "
                              f"(the guard is exact in discrete time only then), got {getattr(p, name)}")
+    turn_max = np.max(np.asarray(p.dt) * 2 * np.asarray(p.max_speed) / AXLE_LENGTH)
+    if turn_max > MAX_TICK_TURN:
+        raise ValueError(f"params.arena.dt / max_speed: a tick may turn a robot by {turn_max:.3g} rad "
+                         f"(dt * 2 max_speed / {AXLE_LENGTH}); at most {MAX_TICK_TURN} is allowed "
+                         f"(the per-tick rotation's polynomials are float32-exact there)")
     if np.any(2 * p.waypoint_margin >= min(ARENA_WIDTH, ARENA_HEIGHT)):
         raise ValueError(f"params.arena.waypoint_margin must be < {min(ARENA_WIDTH, ARENA_HEIGHT) / 2}, "
                          f"got {p.waypoint_margin}")
@@ -213,9 +219,36 @@ def integrate(pose: jax.Array, vw: jax.Array, dt) -> jax.Array:
 
 
 def integrate_split(x, y, th, v, w, dt):
-    """``integrate`` on separate ``f32[N]`` arrays, returning ``(x, y, th)`` (the held
-    ticks of ``arena_sim`` keep the pose as contiguous rows, not strided columns)."""
+    """``integrate`` on separate ``f32[N]`` arrays, returning ``(x, y, th)``."""
     return x + dt * v * jnp.cos(th), y + dt * v * jnp.sin(th), wrap_angle(th + dt * w)
+
+
+def turn(a):
+    """``(cos a, sin a)`` of a tick's turn ``a = dt w`` (``|a| <= MAX_TICK_TURN``) as
+    Taylor polynomials in Horner form: only multiplies and adds, so a tick of the
+    rotation recurrence (``rotate``) fuses into one cheap kernel. Truncation error
+    ``a^12 / 12!`` and ``a^13 / 13!``: below 2.1e-9 at 1 rad, below 1e-19 at the default
+    limit 0.126 rad (0.033 s at 3.8 rad/s), far under float32's rounding."""
+    a2 = a * a
+    c = 1 + a2 * (-1 / 2 + a2 * (1 / 24 + a2 * (-1 / 720 + a2 * (1 / 40320 + a2 * (-1 / 3628800)))))
+    s = a * (1 + a2 * (-1 / 6 + a2 * (1 / 120 + a2 * (-1 / 5040 + a2 * (1 / 362880 + a2 * (-1 / 39916800))))))
+    return c, s
+
+
+def rotate(c, s, ca, sa):
+    """The heading ``(cos th, sin th)`` turned by the angle whose ``(cos, sin)`` is ``(ca, sa)``."""
+    return c * ca - s * sa, s * ca + c * sa
+
+
+def wheel_limits_split(v, w, max_speed, noise_l=None, noise_r=None):
+    """``wheel_limits`` on separate ``f32[N]`` arrays ``v``, ``w`` (the same arithmetic)."""
+    phi_l = (2 * v - AXLE_LENGTH * w) / (2 * WHEEL_RADIUS)
+    phi_r = (2 * v + AXLE_LENGTH * w) / (2 * WHEEL_RADIUS)
+    if noise_l is not None:
+        phi_l, phi_r = phi_l + noise_l, phi_r + noise_r
+    lim = max_speed / WHEEL_RADIUS
+    phi_l, phi_r = jnp.clip(phi_l, -lim, lim), jnp.clip(phi_r, -lim, lim)
+    return WHEEL_RADIUS * (phi_l + phi_r) / 2, WHEEL_RADIUS * (phi_r - phi_l) / AXLE_LENGTH
 
 
 # ---------------------------------------------------------------- pairwise metrics

@@ -30,9 +30,12 @@ Work done only where its result is used:
   once per step too), or at every tick (``metrics="tick"``, for evaluation: the events of
   every tick are counted).
 
-Without the filter and with zero-order hold the ticks run on the pose as the rows of one
-``f32[3, N]`` carry, so each tick is one fused kernel (``_simulate_free``): at 1 to 64
-environments kernel launches, not arithmetic, are the cost.
+Without the filter (``_simulate_free``) the ticks run on the rows ``(x, y, th, cos th,
+sin th)`` of one ``f32[5, N]`` carry, the heading's cosine and sine turned by each tick's
+angle (a rotation, no trigonometry per tick): one fused kernel per tick, held or per tick
+(at 1 to 64 environments kernel launches, not arithmetic, are the cost). This changes
+float32 rounding only (a step lands within 1e-6 m of the tick-by-tick ``integrate``;
+tested against a float64 reference). The filtered paths keep ``integrate``.
 
 ``info`` of a step (all scalars): ``min_distance`` smallest centre distance over pairs
 (and over ticks with ``metrics="tick"``), ``collisions`` pairs closer than
@@ -47,9 +50,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxagents_environments.robots.arena import (
-    WHEEL_RADIUS, ArenaParams, integrate, integrate_split, pair_metrics, wheel_limits,
+    WHEEL_RADIUS, ArenaParams, integrate, pair_metrics, rotate, turn, wheel_limits, wheel_limits_split,
+    wrap_angle,
 )
 from jaxagents_environments.robots.controller import position_controller
 from jaxagents_environments.robots.safety import guard, robust_filter, safety_filter, to_z
@@ -69,37 +74,77 @@ def _noise(key, p: ArenaParams, shape):
 def _simulate_free(key, pose, target, p: ArenaParams, *, waypoint: bool, hold: bool, ticks: int, per_tick: bool):
     """``simulate`` without the safety filter: ``(pose, per-tick metrics or None)``.
 
-    Held: the command is fixed, so the ticks run on the pose as rows ``(x, y, theta)`` of
-    an ``f32[3, N]`` carry (contiguous rows, where columns of an ``[N, 3]`` array are
-    strided and re-packed every tick): one fused kernel per tick. Trajectories are those
-    of ``integrate`` to float32 rounding (XLA's code for the fused arithmetic differs by
-    an ulp here and there). Per tick: the filtered path's operations without the filter.
+    The heading is carried as ``(cos th, sin th)`` and turned each tick by the tick's
+    angle ``a = dt w`` (``rotate``), so no tick evaluates trigonometric functions of the
+    heading: held, ``(cos a, sin a)`` are computed once per step; per tick, from the
+    polynomials of ``turn``. ``th`` itself is still advanced and wrapped every tick, as
+    before. The pose goes through the ticks as the rows ``(x, y, th, cos, sin)`` of one
+    ``f32[5, N]`` carry: one fused kernel per tick (at 1 to 64 environments kernel
+    launches, not arithmetic, are the cost). Against the tick-by-tick ``integrate`` of
+    ``cos`` / ``sin`` of the wrapped heading this differs by float32 rounding only: the
+    rotated pair drifts from the heading's cosine and sine by a few 1e-7 over a step,
+    and one step moves a robot by at most 1e-6 m from where ``integrate`` puts it
+    (``tests/environments/robots/test_fast_step.py`` bounds both against a float64
+    reference). Per tick, the wheel-speed noise is drawn and added only when
+    ``actuation_noise > 0`` (two branches of a ``lax.cond``; the noise-free one has no
+    noise operand at all).
     """
     n = pose.shape[0]
+    x, y, th = pose[:, 0], pose[:, 1], pose[:, 2]
+    c, s = jnp.cos(th), jnp.sin(th)
+
+    def command(x, y, c, s, noise):
+        if waypoint:  # position_controller's arithmetic on separate arrays
+            ex, ey = target[:, 0] - x, target[:, 1] - y
+            v, w = p.k_v * (ex * c + ey * s), p.k_w * (ey * c - ex * s)
+        else:
+            v, w = target[:, 0], target[:, 1]
+        if noise is None:
+            return wheel_limits_split(v, w, p.max_speed)
+        return wheel_limits_split(v, w, p.max_speed, noise[..., 0], noise[..., 1])
+
+    def metrics(z):
+        return pair_metrics(jnp.stack([z[0], z[1], z[2]], -1), p.radius) if per_tick else None
+
+    z0 = jnp.stack([x, y, th, c, s])
     if hold:
-        x, y, th = pose[:, 0], pose[:, 1], pose[:, 2]
-        vw = wheel_limits(position_controller(pose, target, p) if waypoint else target, p.max_speed,
-                          _noise(key, p, (n, 2)))
-        v, w = vw[:, 0], vw[:, 1]
+        v, w = command(x, y, c, s, _noise(key, p, (n, 2)))
+        dv, a = p.dt * v, p.dt * w
+        ca, sa = jnp.cos(a), jnp.sin(a)
 
-        def tick(xyt, _):
-            xyt = integrate_split(*xyt, v, w, p.dt)
-            metrics = pair_metrics(jnp.stack(xyt, -1), p.radius) if per_tick else None
-            return jnp.stack(xyt), metrics  # one f32[3, N] carry: one fusion per tick
+        def tick(z, _):
+            x, y, th, c, s = z[0], z[1], z[2], z[3], z[4]
+            z = jnp.stack([x + dv * c, y + dv * s, wrap_angle(th + a), *rotate(c, s, ca, sa)])
+            return z, metrics(z)
 
-        (x, y, th), ticked = jax.lax.scan(tick, jnp.stack([x, y, th]), None, length=ticks)
-        return jnp.stack([x, y, th], -1), ticked
-    else:
-        # per tick the [N, 3] pose as before: measured, a carry of rows (x, y, theta, cos,
-        # sin) in one fusion is 0.83x as fast at 64 and 1,024 envs (each row recomputes the
-        # controller), five separate arrays no better; and the controller / wheel limits
-        # rewritten on separate v, w arrays made XLA's per-tick fusions 0.9x as fast
-        def tick(pose_t, noise_t):
-            vw = wheel_limits(position_controller(pose_t, target, p) if waypoint else target, p.max_speed, noise_t)
-            pose_t = integrate(pose_t, vw, p.dt)
-            return pose_t, (pair_metrics(pose_t, p.radius) if per_tick else None)
+        z, ticked = jax.lax.scan(tick, z0, None, length=ticks)
+        return jnp.stack([z[0], z[1], z[2]], -1), ticked
 
-        return jax.lax.scan(tick, pose, _noise(key, p, (ticks, n, 2)))
+    # per tick: the new rows as z * scale + add with constant row masks (broadcasts, no
+    # concatenation: XLA vectorises this fusion; stacking the five rows was 1.3x slower
+    # at 64 / 1,024 envs, five separate carries 2x slower at 1 env)
+    rows = np.eye(5, dtype=np.float32)[:, :, None]  # rows[r]: f32[5, 1], 1 on row r
+    turning = rows[3] + rows[4]
+
+    def run(noise):
+        def tick(z, noise_t):
+            x, y, th, c, s = z[0], z[1], z[2], z[3], z[4]
+            v, w = command(x, y, c, s, noise_t)
+            dv, a = p.dt * v, p.dt * w
+            ca, sa = turn(a)
+            add = rows[0] * (dv * c) + rows[1] * (dv * s) + rows[2] * a + rows[3] * (-s * sa) + rows[4] * (c * sa)
+            z = z * (1 + turning * (ca - 1)) + add
+            z = jnp.where(rows[2] > 0, wrap_angle(z), z)
+            return z, metrics(z)
+
+        return jax.lax.scan(tick, z0, noise, length=ticks)
+
+    def noisy():
+        scale = (p.actuation_noise * p.max_speed / WHEEL_RADIUS)[:, None]
+        return run(jax.random.normal(key, (ticks, n, 2)) * scale)
+
+    z, ticked = jax.lax.cond(p.actuation_noise > 0, noisy, lambda: run(None))
+    return jnp.stack([z[0], z[1], z[2]], -1), ticked
 
 
 def simulate(key, pose, target, p: ArenaParams, *, waypoint: bool, safety: bool, hold: bool, ticks: int,
