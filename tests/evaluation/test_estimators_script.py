@@ -1,0 +1,86 @@
+"""baselines/experiments/estimators.py: reading metrics, final values and intervals on a
+tiny synthetic run, and the exact tic-tac-toe self-play measure on the uniform policy."""
+
+import importlib.util
+import json
+import os
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+PATH = os.path.join(os.path.dirname(__file__), "..", "..", "baselines", "experiments", "estimators.py")
+
+
+@pytest.fixture(scope="module")
+def est():
+    spec = importlib.util.spec_from_file_location("estimators_script", PATH)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def write_run(tmp_path, name, rows):
+    d = tmp_path / name
+    d.mkdir()
+    with open(d / "metrics.jsonl", "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return str(d)
+
+
+def synthetic_rows():
+    rows = [{"update": 0, "env_steps": 0, "eval/x@seeds": [3.0, 4.0, 5.0], "eval/x": 4.0}]
+    for u in range(1, 11):
+        row = {"update": u, "env_steps": 100 * u, "ret@seeds": [u, 2 * u, 3 * u], "ret": 2.0 * u}
+        if u % 5 == 0:  # evaluations every 5 updates; NaN-free
+            row["eval/x@seeds"] = [1.0 / u, 2.0 / u, 3.0 / u]
+        rows.append(row)
+    rows.append({"update": 11, "env_steps": 1100, "eval/x@seeds": [None, 1.0, 1.0]})  # incomplete: skipped
+    return rows
+
+
+def test_series_final_and_summary(est, tmp_path):
+    run = write_run(tmp_path, "a", synthetic_rows())
+    rows = est.read_metrics(run)
+    steps, v = est.series(rows, "eval/x")
+    np.testing.assert_array_equal(steps, [0, 500, 1000])
+    np.testing.assert_allclose(v[-1], [0.1, 0.2, 0.3])
+    # eval metrics: the last evaluation; training metrics: the mean of the last `window` updates
+    np.testing.assert_allclose(est.final("eval/x", v, 3), [0.1, 0.2, 0.3])
+    _, r = est.series(rows, "ret")
+    np.testing.assert_allclose(est.final("ret", r, 2), [9.5, 19.0, 28.5])
+    table = est.summary({"a": rows}, ["eval/x", "ret", "missing"], window=2)
+    assert [t["metric"] for t in table] == ["eval/x", "ret"]
+    t = table[0]
+    assert t["mean"] == pytest.approx(0.2) and 0.1 <= t["low"] <= t["mean"] <= t["high"] <= 0.3
+
+
+def test_smooth(est):
+    x = np.arange(1.0, 6.0)[:, None]
+    np.testing.assert_allclose(est.smooth(x, 2)[:, 0], [1.0, 1.5, 2.5, 3.5, 4.5])
+
+
+def test_selfplay_exact_uniform(est):
+    """The uniform policy against itself: X wins 58.5%, O 28.8%, draws 12.7% (the
+    classical random-play figures); per-move advantage moments are consistent."""
+    uniform = lambda obs: jnp.zeros((obs.shape[0], 9))  # noqa: E731
+    out = {k: float(v) for k, v in est.selfplay_exact({"first": uniform, "second": uniform}).items()}
+    assert out["x_win"] == pytest.approx(0.5849, abs=5e-4)
+    assert out["o_win"] == pytest.approx(0.2881, abs=5e-4)
+    assert out["draw"] == pytest.approx(0.1270, abs=5e-4)
+    assert out["x_win"] + out["o_win"] + out["draw"] == pytest.approx(1.0, abs=1e-5)
+    # X moves first: one more move than O in games of odd length
+    assert 5.0 >= out["moves/seat0"] > out["moves/seat1"] >= 2.0
+    for s in range(2):
+        assert abs(out[f"adv_mean/seat{s}"]) <= out[f"adv_rms/seat{s}"] <= 1.0
+        assert 0.0 < out[f"entropy/seat{s}"] < np.log(9)
+    assert out["adv_mean/seat0"] > 0 > out["adv_mean/seat1"]
+
+
+def test_cli_rejects_mismatched_labels(est, tmp_path):
+    run = write_run(tmp_path, "a", synthetic_rows())
+    with pytest.raises(SystemExit, match="labels"):
+        est.main([run, "--labels", "a,b"])
