@@ -33,7 +33,13 @@ entry added to the reward with a coefficient annealed linearly from 1 to 0 over
 Traced hyper-parameters (``PQNHParams``, vmappable, PBT-able): ``lr``,
 ``max_grad_norm``, ``gamma``, ``q_lambda``, ``eps_end``. The default fitness is the
 mean return of the episodes finished in the update's rollout, NaN where none did.
-One device only: ``data_shards > 1`` is refused.
+Data parallelism (``data_axis``, ``data_shards``; the Anakin pattern of
+``update.py``): each device steps ``num_envs / data_shards`` of the environments (their
+random draws keyed by global environment index, so the trajectories are those of one
+device), computes its share of every weighted mean (its sum over the weight summed
+over devices), and the gradients and loss metrics are ``psum``med before the
+optimiser, so the parameters stay replicated. A minibatch is ``1 / num_minibatches``
+of every device's samples (each device shuffles its own).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from flax import struct
 from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.interface import Fitness, Learner, hparam_space, hparams_from_config
-from jaxagents.learners.ppo import _check_shaped_reward, episode_metrics
+from jaxagents.learners.ppo import _check_shaped_reward, check_data_shards, episode_metrics
 from jaxagents.learners.qlambda import q_lambda
 from jaxagents.learners.qnets import QAgents, QNetworkConfig, collect, epsilon_schedule
 from jaxagents.learners.rollout import EnvCarry, init_carry, shaped_reward
@@ -176,8 +182,10 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         env_params: environment params (default ``env.default_params()``), validated now.
         callback: optional host function ``callback(update_index, metrics)`` called
             once per update through ``jax.debug.callback``.
-        data_axis, data_shards: PQN runs on one device: ``data_shards`` must be 1
-            (``data_axis`` is then only recorded).
+        data_axis, data_shards: split the environments over ``data_shards`` devices
+            along the mesh axis ``data_axis`` (the update must then run under
+            ``shard_map`` over it, as ``Population(..., mesh=make_mesh(data=D))``
+            does); see the module docstring.
 
     ``learner.train(key)`` returns metrics stacked over updates: ``{name: f32[num_updates]}``.
     """
@@ -185,8 +193,12 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
     cfg = config
     env_params = env.default_params() if env_params is None else env_params
     env.validate_params(env_params)
-    if check_positive_int("data_shards", data_shards) > 1:
-        raise ValueError(f"data_shards={data_shards}: PQN runs on one device (data_shards must be 1)")
+    data_shards = check_data_shards(cfg.num_envs, data_axis, data_shards)
+    local_envs = cfg.num_envs // data_shards
+    local_samples = local_envs if cfg.network.recurrent else local_envs * cfg.num_steps
+    if data_shards > 1 and local_samples % cfg.num_minibatches:
+        what = "num_envs / data_shards" if cfg.network.recurrent else "num_envs / data_shards * num_steps"
+        raise ValueError(f"num_minibatches={cfg.num_minibatches} must divide each device's {what} = {local_samples}")
     if cfg.shaped_reward is not None:
         _check_shaped_reward(env, env_params, cfg.shaped_reward)
     qagents = QAgents(env, cfg.network)
@@ -196,6 +208,13 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
     steps_per_update = num_envs * num_steps
     eps_steps = cfg.eps_decay * cfg.total_timesteps
     vec = VecEnv(env, num_envs, reset_budget=cfg.reset_budget, final_obs=cfg.bootstrap_truncated)
+    vec_init, init_ids = vec, None
+    if data_axis is not None:  # init builds every environment; a device steps its own
+        budget = None if cfg.reset_budget is None else min(cfg.reset_budget, local_envs)
+        vec = VecEnv(env, local_envs, reset_budget=budget, final_obs=cfg.bootstrap_truncated)
+        init_ids = jnp.arange(num_envs)
+    # a weighted mean's denominator: the weight summed over every device's samples
+    total = (lambda x: x) if data_axis is None else (lambda x: jax.lax.psum(x, data_axis))  # noqa: E731
 
     def shaped(update):
         return shaped_reward(cfg.shaped_reward, cfg.shaped_reward_horizon, steps_per_update, update)
@@ -206,7 +225,7 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         params = qagents.init(k_params)
         tx = make_optimizer(hp, 1.0)
         opt_state = {r: tx.init(p) for r, p in params.items()}
-        carry = init_carry(qagents, vec, k_env, env_params)
+        carry = init_carry(qagents, vec_init, k_env, env_params, init_ids)
         return TrainState(params, opt_state, carry, key, jnp.zeros((), jnp.int32))
 
     def targets(traj, last_q_max, last_active, hp):
@@ -237,25 +256,36 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
             q_tot = sum(jnp.sum(jnp.where(mb["active"][r], q_taken[r], 0.0), -1) for r in roles)
             w = jnp.any(jnp.concatenate([mb["active"][r] for r in roles], -1), -1).astype(jnp.float32)
             err = q_tot - mb["target"]
-            loss = jnp.sum(w * err**2) / jnp.maximum(jnp.sum(w), 1.0)
-            return loss, {"loss": loss, "q_taken": jnp.sum(w * q_tot) / jnp.maximum(jnp.sum(w), 1.0)}
+            weight = jnp.maximum(total(jnp.sum(w)), 1.0)
+            loss = jnp.sum(w * err**2) / weight
+            return loss, {"loss": loss, "q_taken": jnp.sum(w * q_tot) / weight}
         loss, m = 0.0, {}
         for r in roles:
             w = mb["active"][r].astype(jnp.float32)
             err = q_taken[r] - mb["target"][r]
-            role_loss = jnp.sum(w * err**2) / jnp.maximum(jnp.sum(w), 1.0)
+            weight = jnp.maximum(total(jnp.sum(w)), 1.0)
+            role_loss = jnp.sum(w * err**2) / weight
             loss = loss + role_loss
             m[f"loss/{r}"] = role_loss
-            m[f"q_taken/{r}"] = jnp.sum(w * q_taken[r]) / jnp.maximum(jnp.sum(w), 1.0)
+            m[f"q_taken/{r}"] = jnp.sum(w * q_taken[r]) / weight
         return loss, m
 
     def update(state: TrainState, hparams: PQNHParams | None = None):
         hp = PQNHParams.from_config(cfg) if hparams is None else hparams
         key, k_roll, k_epochs = jax.random.split(state.key, 3)
+        env_ids = None  # with a data axis: this device's environments, by global index
+        if data_axis is not None:
+            try:
+                shard = jax.lax.axis_index(data_axis)
+            except NameError:
+                raise ValueError(f"this learner splits its environments over the mesh axis {data_axis!r}: run its update under "
+                                 f"shard_map over that axis, e.g. Population(learner, P, mesh=make_mesh(data={data_shards}))") from None
+            env_ids = shard * local_envs + jnp.arange(local_envs)
         eps = epsilon_schedule(state.update * steps_per_update, cfg.eps_start, hp.eps_end, eps_steps)
         h0 = state.env.hidden  # memory at the start of the rollout: recurrent updates replay from it
         carry, traj, last_q_max = collect(qagents, vec, env_params, state.params, state.env, k_roll, num_steps, eps,
-                                          reward_fn=shaped(state.update), bootstrap_truncated=cfg.bootstrap_truncated)
+                                          reward_fn=shaped(state.update), bootstrap_truncated=cfg.bootstrap_truncated,
+                                          env_ids=env_ids)
         target = targets(traj, last_q_max, carry.ts.active, hp)
         batch = {
             "obs": {r: traj[r].obs for r in roles},
@@ -274,6 +304,8 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
                 mb = jax.tree.map(lambda x: x[None], mb)
                 h = {r: jnp.zeros((1,)) for r in roles}
             grads, m = jax.grad(loss_fn, has_aux=True)(params, mb, h)
+            if data_axis is not None:  # the devices' shares -> the full minibatch's gradient and metrics
+                grads, m = jax.lax.psum((grads, m), data_axis)
             new_p, new_s = {}, {}
             for r in roles:  # each role its own clip (one role's large gradients must not shrink another's)
                 m[f"grad_norm/{r}"] = optax.global_norm(grads[r])
@@ -284,20 +316,20 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         def epoch(c, k):
             m = cfg.num_minibatches
             if recurrent:  # whole sequences: shuffle environments, [M, T, E/M, ...]
-                perm = jax.random.permutation(k, num_envs)
+                perm = jax.random.permutation(k, local_envs)
                 split = lambda x: jnp.moveaxis(jnp.take(x, perm, axis=1).reshape(x.shape[0], m, -1, *x.shape[2:]), 1, 0)  # noqa: E731
                 hsplit = lambda x: jnp.take(x, perm, axis=0).reshape(m, -1, *x.shape[1:])  # noqa: E731
                 mbs = (jax.tree.map(split, batch), jax.tree.map(hsplit, h0))
             else:  # environment steps (all agents of a step together): [M, T*E/M, ...]
-                perm = jax.random.permutation(k, num_steps * num_envs)
-                split = lambda x: jnp.take(x.reshape(num_steps * num_envs, *x.shape[2:]), perm, axis=0).reshape(m, -1, *x.shape[2:])  # noqa: E731
+                perm = jax.random.permutation(k, num_steps * local_envs)
+                split = lambda x: jnp.take(x.reshape(num_steps * local_envs, *x.shape[2:]), perm, axis=0).reshape(m, -1, *x.shape[2:])  # noqa: E731
                 mbs = (jax.tree.map(split, batch), None)
             return jax.lax.scan(minibatch_step, c, mbs)
 
         (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                     jax.random.split(k_epochs, cfg.update_epochs))
         metrics = jax.tree.map(jnp.mean, metrics)
-        metrics.update(episode_metrics(traj))
+        metrics.update(episode_metrics(traj, None, data_axis))
         metrics["epsilon"] = eps
         metrics["update"] = state.update + 1
         metrics["env_steps"] = (state.update + 1) * steps_per_update
@@ -330,5 +362,5 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         num_updates=num_updates,
         agents=qagents,
         data_axis=data_axis,
-        data_shards=1,
+        data_shards=data_shards,
     )

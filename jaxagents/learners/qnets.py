@@ -56,8 +56,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxagents.core.branch import branch
 from jaxagents.core.spaces import Discrete
 from jaxagents.core.validate import check_bool, check_choice, check_positive_int
+from jaxagents.core.wrappers.autoreset import fold_in_each
 from jaxagents.learners.rollout import EnvCarry
 from jaxagents.nn import GRU
 from jaxagents.nn.init import orthogonal
@@ -288,7 +290,7 @@ class QTransition:
 
 
 def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, key: jax.Array, num_steps: int, eps,
-            *, reward_fn=None, bootstrap_truncated: bool = True):
+            *, reward_fn=None, bootstrap_truncated: bool = True, env_ids: jax.Array | None = None):
     """``num_steps`` epsilon-greedy steps of the batched environments.
 
     Args:
@@ -302,6 +304,11 @@ def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, ke
         bootstrap_truncated: compute ``final_q_max`` from ``info["final_obs"]``
             (with the memory after the step, so recurrent networks bootstrap
             correctly too); False leaves it 0.
+        env_ids: ``i32[E]`` global indices of these environments (data-parallel
+            learners): the exploration draws and the environments' own keys are
+            folded per environment, so a device holding a slice of the environments
+            draws what one device holding all of them would (``rollout.collect``'s
+            convention). None: one key per batch (the single-device draws).
 
     Returns ``(carry, {role: QTransition}, last_q_max {role: f32[E, n]})``:
     ``last_q_max`` is the max over legal actions of Q of the observation after the
@@ -315,10 +322,13 @@ def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, ke
             obs, mask = c.ts.obs[role], c.ts.action_mask[role]
             reset = jnp.broadcast_to(c.first[:, None], obs.shape[:2])
             hidden[role], q = qagents.apply(params[role], role, c.hidden[role], obs[None], reset[None])
-            action = epsilon_greedy(kr, q[0], mask, eps)
+            if env_ids is None:
+                action = epsilon_greedy(kr, q[0], mask, eps)
+            else:
+                action = jax.vmap(epsilon_greedy, (0, 0, 0, None))(fold_in_each(kr, env_ids), q[0], mask, eps)
             actions[role] = action.astype(qagents.roles[role].action_space.dtype)
             out[role] = (obs, action, mask, reset, masked_max(q[0], mask))
-        env_state, ts = vec.step(k_env, c.env_state, actions, env_params)
+        env_state, ts = vec.step(k_env, c.env_state, actions, env_params, env_ids)
         done = ts.done
         trans, ep_ret = {}, {}
         for role in qagents.roles:
@@ -328,12 +338,13 @@ def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, ke
             reward = ts.reward[role] if reward_fn is None else ts.reward[role] + reward_fn(ts, role)
             ret = c.episode_return[role] + ts.reward[role]
             ep_ret[role] = jnp.where(done[:, None], 0.0, ret)
-            if bootstrap_truncated:  # skipped (a real branch) on the many steps where no episode is cut
-                final_q_max = jax.lax.cond(
+            if bootstrap_truncated:  # skipped on the many steps where no episode is cut (a branch even under a population's vmap)
+                final_q_max = branch(
                     jnp.any(ts.truncated),
-                    lambda: jnp.max(qagents.apply(params[role], role, hidden[role], ts.info["final_obs"][role][None],
-                                                  jnp.zeros((1, *obs.shape[:2]), bool))[1][0], axis=-1),
-                    lambda: jnp.zeros(obs.shape[:2], jnp.float32),
+                    lambda p, h, o, role=role: jnp.max(qagents.apply(p, role, h, o[None], jnp.zeros((1, *o.shape[:2]), bool))[1][0],
+                                                       axis=-1),
+                    lambda p, h, o: jnp.zeros(o.shape[:2], jnp.float32),
+                    params[role], hidden[role], ts.info["final_obs"][role],
                 )
                 final_q_max = jnp.where(bcast(ts.truncated), final_q_max, 0.0)
             else:

@@ -200,8 +200,12 @@ def test_config_is_validated(kw, match):
 
 def test_bad_learner_arguments():
     cfg = PQNConfig(num_envs=4, num_steps=4, total_timesteps=64, num_minibatches=2)
-    with pytest.raises(ValueError, match="data_shards"):
-        make_train(cfg, jaxagents.make("stag_hunt"), data_axis="data", data_shards=2)
+    with pytest.raises(ValueError, match="data_shards=3 must divide num_envs=4"):
+        make_train(cfg, jaxagents.make("stag_hunt"), data_axis="data", data_shards=3)
+    with pytest.raises(ValueError, match="data_shards=2 needs data_axis"):
+        make_train(cfg, jaxagents.make("stag_hunt"), data_shards=2)
+    with pytest.raises(ValueError, match=r"num_minibatches=2 must divide each device's num_envs / data_shards \* num_steps = 1"):
+        make_train(cfg.replace(num_steps=1, total_timesteps=4), jaxagents.make("stag_hunt"), data_axis="data", data_shards=4)
     with pytest.raises(ValueError, match="shaped_reward"):
         make_train(cfg.replace(shaped_reward="nope"), jaxagents.make("stag_hunt"))
     with pytest.raises(ValueError, match="Discrete"):

@@ -2,7 +2,9 @@
 (XLA_FLAGS must be set before JAX starts): members whose environments are split over
 the mesh's ``data`` axis against the same members on one device (a data axis of 1).
 Prints one JSON line: per case, the largest absolute and relative differences of the
-parameters, the rest of the train state and the metrics."""
+parameters, the rest of the train state and the metrics. Argument: ``ppo`` (IPPO and
+self-play, the default) or ``pqn`` (PQN-VDN feed-forward on Overcooked, and
+independent recurrent PQN on Kuhn poker)."""
 
 import json
 import sys
@@ -12,6 +14,8 @@ import numpy as np
 
 import jaxagents
 from jaxagents.learners import PPOConfig, ppo, selfplay
+from jaxagents.learners.pqn import PQNConfig
+from jaxagents.learners.pqn import make_train as make_pqn
 from jaxagents.learners.selfplay import SelfPlayConfig
 from jaxagents.population import Population, make_mesh
 
@@ -34,6 +38,24 @@ def selfplay_rae(d):
     return selfplay.make_train(cfg, jaxagents.make("kuhn_poker"), data_axis="data", data_shards=d)
 
 
+def pqn_vdn(d):
+    """PQN-VDN on Overcooked cramped_room, feed-forward: 6-step episodes, so
+    truncations bootstrap inside the rollout; shaped reward. One minibatch (with more,
+    each device shuffles its own samples and the minibatches differ from one
+    device's)."""
+    cfg = PQNConfig(num_envs=4, num_steps=8, total_timesteps=4 * 8 * U, update_epochs=2, num_minibatches=1, vdn=True,
+                    lr=1e-3, eps_decay=0.5, shaped_reward="shaped_reward", shaped_reward_horizon=1e5,
+                    network=dict(hidden=[16]))
+    return make_pqn(cfg, jaxagents.make("overcooked", layout="cramped_room", horizon=6), data_axis="data", data_shards=d)
+
+
+def pqn_rnn(d):
+    """Independent recurrent PQN on Kuhn poker (turn-based: inactive steps masked)."""
+    cfg = PQNConfig(num_envs=E, num_steps=T, total_timesteps=E * T * U, update_epochs=2, num_minibatches=1, lr=1e-3,
+                    network=dict(hidden=[16], recurrent=True, gru_size=8))
+    return make_pqn(cfg, jaxagents.make("kuhn_poker"), data_axis="data", data_shards=d)
+
+
 def run(make, size, pop, data):
     pop_ = Population(make(data), size, mesh=make_mesh(pop, data=data))
     state, metrics = jax.jit(pop_.train)(jax.random.key(3))
@@ -54,7 +76,8 @@ def compare(one, many):
     (s1, m1, _), (s4, m4, dev) = one, many
     out = {"env_devices": dev}
     parts = {"params": (s1.members.params, s4.members.params), "opt_state": (s1.members.opt_state, s4.members.opt_state),
-             "baseline": (s1.members.baseline, s4.members.baseline), "extra": (s1.members.extra, s4.members.extra),
+             "baseline": (getattr(s1.members, "baseline", None), getattr(s4.members, "baseline", None)),
+             "extra": (getattr(s1.members, "extra", None), getattr(s4.members, "extra", None)),
              "env": (s1.members.env.episode_return, s4.members.env.episode_return)}
     for name, (a, b) in parts.items():
         ds = [diff(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))] or [(0.0, 0.0)]
@@ -70,10 +93,13 @@ def compare(one, many):
 def main():
     assert len(jax.devices()) == 4, jax.devices()
     res = {}
-    for name, make in (("ippo", ippo), ("selfplay_rae", selfplay_rae)):
-        one = run(make, 1, 1, 1)
-        res[f"{name}/1x4"] = compare(one, run(make, 1, 1, 4))  # one member, environments over 4 devices
-        res[f"{name}/2x2"] = compare(run(make, 2, 1, 1), run(make, 2, 2, 2))  # 2 members x 2 data devices
+    cases = {"ppo": (("ippo", ippo), ("selfplay_rae", selfplay_rae)), "pqn": (("pqn_vdn", pqn_vdn), ("pqn_rnn", pqn_rnn))}
+    which = sys.argv[1] if len(sys.argv) > 1 else "ppo"
+    for i, (name, make) in enumerate(cases[which]):
+        if which == "ppo" or i == 0:  # one member, environments over 4 devices
+            res[f"{name}/1x4"] = compare(run(make, 1, 1, 1), run(make, 1, 1, 4))
+        if which == "ppo" or i == 1:  # 2 members x 2 data devices
+            res[f"{name}/2x2"] = compare(run(make, 2, 1, 1), run(make, 2, 2, 2))
     print(json.dumps(res))
 
 
