@@ -164,6 +164,20 @@ def check_data_shards(num_envs: int, data_axis: str | None, data_shards) -> int:
     return data_shards
 
 
+def local_env_ids(data_axis: str | None, data_shards: int, local_envs: int) -> jax.Array | None:
+    """Inside an update: the global indices ``i32[local_envs]`` of this device's
+    environments on the data axis (None without one). Outside a ``shard_map`` over
+    ``data_axis``: a one-line error saying how to run the learner."""
+    if data_axis is None:
+        return None
+    try:
+        shard = jax.lax.axis_index(data_axis)
+    except NameError:
+        raise ValueError(f"this learner splits its environments over the mesh axis {data_axis!r}: run its update under "
+                         f"shard_map over that axis, e.g. Population(learner, P, mesh=make_mesh(data={data_shards}))") from None
+    return shard * local_envs + jnp.arange(local_envs)
+
+
 def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | None = None,
                extension: Extension | None = None, data_axis: str | None = None, data_shards: int = 1) -> Learner:
     """Build the learner (``jaxagents.learners.interface.Learner``).
@@ -235,14 +249,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
     def update(state: TrainState, hparams: HParams | None = None):
         hp = HParams.from_config(cfg) if hparams is None else hparams
         key, k_roll, k_opp, k_upd = jax.random.split(state.key, 4)
-        env_ids = None  # with a data axis: this device's environments, by global index
-        if data_axis is not None:
-            try:
-                shard = jax.lax.axis_index(data_axis)
-            except NameError:
-                raise ValueError(f"this learner splits its environments over the mesh axis {data_axis!r}: run its update under "
-                                 f"shard_map over that axis, e.g. Population(learner, P, mesh=make_mesh(data={data_shards}))") from None
-            env_ids = shard * local_envs + jnp.arange(local_envs)
+        env_ids = local_env_ids(data_axis, data_shards, local_envs)  # with a data axis: this device's environments
         opponents = ext.opponents(state, k_opp, env_ids) if ext.opponents else None
         h0 = state.env.hidden
         carry, traj, last_value = collect(

@@ -55,7 +55,7 @@ from flax import struct
 from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.interface import Fitness, Learner, hparam_space, hparams_from_config
-from jaxagents.learners.ppo import _check_shaped_reward, check_data_shards, episode_metrics
+from jaxagents.learners.ppo import _check_shaped_reward, check_data_shards, episode_metrics, local_env_ids
 from jaxagents.learners.qlambda import q_lambda
 from jaxagents.learners.qnets import QAgents, QNetworkConfig, collect, epsilon_schedule
 from jaxagents.learners.rollout import EnvCarry, init_carry, shaped_reward
@@ -273,14 +273,7 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
     def update(state: TrainState, hparams: PQNHParams | None = None):
         hp = PQNHParams.from_config(cfg) if hparams is None else hparams
         key, k_roll, k_epochs = jax.random.split(state.key, 3)
-        env_ids = None  # with a data axis: this device's environments, by global index
-        if data_axis is not None:
-            try:
-                shard = jax.lax.axis_index(data_axis)
-            except NameError:
-                raise ValueError(f"this learner splits its environments over the mesh axis {data_axis!r}: run its update under "
-                                 f"shard_map over that axis, e.g. Population(learner, P, mesh=make_mesh(data={data_shards}))") from None
-            env_ids = shard * local_envs + jnp.arange(local_envs)
+        env_ids = local_env_ids(data_axis, data_shards, local_envs)  # with a data axis: this device's environments
         eps = epsilon_schedule(state.update * steps_per_update, cfg.eps_start, hp.eps_end, eps_steps)
         h0 = state.env.hidden  # memory at the start of the rollout: recurrent updates replay from it
         carry, traj, last_q_max = collect(qagents, vec, env_params, state.params, state.env, k_roll, num_steps, eps,
