@@ -76,6 +76,9 @@ def parse():
     a.add_argument("--harness", choices=("fused", "jax"), default="fused",
                    help="the shared harness's key splits and action draws: jax.random's rolled threefry "
                         "('jax') or the same hash as one fused kernel ('fused', jaxagents.core.threefry)")
+    a.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall-clock time of each run, or this process's CPU time (steadier on a shared "
+                        "machine: other processes' load does not count; XLA's worker threads do)")
     a.add_argument("--json", default=None, help="write every timing here")
     return a.parse_args()
 
@@ -159,15 +162,16 @@ def theirs_program(Theirs, n, mode, num_envs, steps, harness_kind="fused"):
     return run, state
 
 
-def compiled(run, state):
+def compiled(run, state, clock="wall"):
     t = time.perf_counter()
     f = jax.jit(run).lower(jax.random.key(1), state).compile()
     compile_s = time.perf_counter() - t
+    now = time.perf_counter if clock == "wall" else time.process_time
 
     def call():
-        t = time.perf_counter()
+        t = now()
         jax.block_until_ready(f(jax.random.key(1), state))
-        return time.perf_counter() - t
+        return now() - t
 
     call()  # warm-up
     return call, compile_s
@@ -177,7 +181,7 @@ def main():
     a = parse()
     Theirs = import_theirs(a.jaxrobotarium)
     rows = []
-    print(f"jax {jax.__version__}, harness {a.harness}, load {os.getloadavg()[0]:.2f} at start")
+    print(f"jax {jax.__version__}, harness {a.harness}, clock {a.clock}, load {os.getloadavg()[0]:.2f} at start")
     print("| robots | mode | envs | steps/run | ours best (median) | JaxRobotarium best (median) | ratio best (median) |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for n in a.robots:
@@ -186,8 +190,8 @@ def main():
                 kind = "tick" if mode.endswith("tick") and not mode.startswith("off") else "cheap"
                 table = STEPS[kind]
                 steps = max(1, int(a.steps_scale * table.get(ne, max(1, 6144 // ne))))
-                ours, c_ours = compiled(*ours_program(n, mode, ne, steps, a.harness))
-                theirs, c_theirs = compiled(*theirs_program(Theirs, n, mode, ne, steps, a.harness))
+                ours, c_ours = compiled(*ours_program(n, mode, ne, steps, a.harness), a.clock)
+                theirs, c_theirs = compiled(*theirs_program(Theirs, n, mode, ne, steps, a.harness), a.clock)
                 t_o, t_t = [], []
                 for _ in range(a.repeats):  # interleaved
                     t_o.append(ours())
@@ -203,7 +207,7 @@ def main():
     print(f"load {os.getloadavg()[0]:.2f} at end")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"jax": jax.__version__, "harness": a.harness, "rows": rows}, f, indent=1)
+            json.dump({"jax": jax.__version__, "harness": a.harness, "clock": a.clock, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

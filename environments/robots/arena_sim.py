@@ -30,12 +30,12 @@ Work done only where its result is used:
   once per step too), or at every tick (``metrics="tick"``, for evaluation: the events of
   every tick are counted).
 
-Without the filter (``_simulate_free``) the ticks run on the rows ``(x, y, th, cos th,
-sin th)`` of one ``f32[5, N]`` carry, the heading's cosine and sine turned by each tick's
-angle (a rotation, no trigonometry per tick): one fused kernel per tick, held or per tick
-(at 1 to 64 environments kernel launches, not arithmetic, are the cost). This changes
-float32 rounding only (a step lands within 1e-6 m of the tick-by-tick ``integrate``;
-tested against a float64 reference). The filtered paths keep ``integrate``.
+Without the filter (``_simulate_free``) the ticks run on the pose's rows (x, y and the
+heading's cosine and sine, turned by each tick's angle: a rotation, no trigonometry per
+tick) in one carry: one fused kernel per tick, held or per tick (at 1 to 64 environments
+kernel launches, not arithmetic, are the cost). This changes float32 rounding only (a step
+lands within 3e-6 m of the tick-by-tick ``integrate``; tested against it and a float64
+reference). The filtered paths keep ``integrate``.
 
 ``info`` of a step (all scalars): ``min_distance`` smallest centre distance over pairs
 (and over ticks with ``metrics="tick"``), ``collisions`` pairs closer than
@@ -76,18 +76,18 @@ def _simulate_free(key, pose, target, p: ArenaParams, *, waypoint: bool, hold: b
 
     The heading is carried as ``(cos th, sin th)`` and turned each tick by the tick's
     angle ``a = dt w`` (``rotate``), so no tick evaluates trigonometric functions of the
-    heading: held, ``(cos a, sin a)`` are computed once per step; per tick, from the
-    polynomials of ``turn``. ``th`` itself is still advanced and wrapped every tick, as
-    before. The pose goes through the ticks as the rows ``(x, y, th, cos, sin)`` of one
-    ``f32[5, N]`` carry: one fused kernel per tick (at 1 to 64 environments kernel
-    launches, not arithmetic, are the cost). Against the tick-by-tick ``integrate`` of
-    ``cos`` / ``sin`` of the wrapped heading this differs by float32 rounding only: the
-    rotated pair drifts from the heading's cosine and sine by a few 1e-7 over a step,
-    and one step moves a robot by at most 1e-6 m from where ``integrate`` puts it
-    (``tests/environments/robots/test_fast_step.py`` bounds both against a float64
-    reference). Per tick, the wheel-speed noise is drawn and added only when
-    ``actuation_noise > 0`` (two branches of a ``lax.cond``; the noise-free one has no
-    noise operand at all).
+    heading. Held: ``(cos a, sin a)`` once per step, the rows ``(x, y, th, cos, sin)`` of
+    one ``f32[5, N]`` carry, ``th`` advanced and wrapped every tick as before. Per tick:
+    ``(cos a, sin a)`` from the polynomials of ``turn``, the rows ``(x, y, cos, sin)``,
+    and ``th`` recovered at the end of the step as ``atan2`` of the turned pair. Either
+    way one fused kernel per tick (at 1 to 64 environments kernel launches, not
+    arithmetic, are the cost). Against the tick-by-tick ``integrate`` of ``cos`` / ``sin``
+    of the wrapped heading this changes float32 rounding only: one step lands within
+    3e-6 m and 5e-5 rad of it (the heading's error is the controller's sensitivity near a
+    waypoint), no farther from a float64 reference than it is
+    (``tests/environments/robots/test_free_ticks.py``). Per tick, wheel-speed noise is
+    drawn and added only when ``actuation_noise > 0`` (two branches of a ``lax.cond``; the
+    noise-free one has no noise operand at all).
     """
     n = pose.shape[0]
     x, y, th = pose[:, 0], pose[:, 1], pose[:, 2]
@@ -120,31 +120,34 @@ def _simulate_free(key, pose, target, p: ArenaParams, *, waypoint: bool, hold: b
         z, ticked = jax.lax.scan(tick, z0, None, length=ticks)
         return jnp.stack([z[0], z[1], z[2]], -1), ticked
 
-    # per tick: the new rows as z * scale + add with constant row masks (broadcasts, no
-    # concatenation: XLA vectorises this fusion; stacking the five rows was 1.3x slower
-    # at 64 / 1,024 envs, five separate carries 2x slower at 1 env)
-    rows = np.eye(5, dtype=np.float32)[:, :, None]  # rows[r]: f32[5, 1], 1 on row r
-    turning = rows[3] + rows[4]
+    # per tick: the rows (x, y, cos, sin), the heading itself recovered once at the end
+    # (atan2 of the turned pair; the wrapped sum of the ticks' angles differs by rounding),
+    # each new row as z * scale + add with constant row masks: broadcasts, no concatenation,
+    # so XLA vectorises the one fusion of a tick. Measured at 1 / 64 / 1,024 envs (3 and 4
+    # robots): stacking the rows was up to 1.7x slower, five separate carries 2x slower at
+    # 1 env, a fifth row for the heading (wrapped every tick) 1.1x-1.8x slower except with 4
+    # robots at 1,024 envs
+    rows = np.eye(4, dtype=np.float32)[:, :, None]  # rows[r]: f32[4, 1], 1 on row r
+    turning = rows[2] + rows[3]
 
     def run(noise):
         def tick(z, noise_t):
-            x, y, th, c, s = z[0], z[1], z[2], z[3], z[4]
+            x, y, c, s = z[0], z[1], z[2], z[3]
             v, w = command(x, y, c, s, noise_t)
             dv, a = p.dt * v, p.dt * w
             ca, sa = turn(a)
-            add = rows[0] * (dv * c) + rows[1] * (dv * s) + rows[2] * a + rows[3] * (-s * sa) + rows[4] * (c * sa)
-            z = z * (1 + turning * (ca - 1)) + add
-            z = jnp.where(rows[2] > 0, wrap_angle(z), z)
-            return z, metrics(z)
+            z = z * (1 + turning * (ca - 1)) + (rows[0] * (dv * c) + rows[1] * (dv * s) + rows[2] * (-s * sa)
+                                                + rows[3] * (c * sa))
+            return z, (pair_metrics(z[:2].T, p.radius) if per_tick else None)  # (centres only)
 
-        return jax.lax.scan(tick, z0, noise, length=ticks)
+        return jax.lax.scan(tick, jnp.stack([x, y, c, s]), noise, length=ticks)
 
     def noisy():
         scale = (p.actuation_noise * p.max_speed / WHEEL_RADIUS)[:, None]
         return run(jax.random.normal(key, (ticks, n, 2)) * scale)
 
     z, ticked = jax.lax.cond(p.actuation_noise > 0, noisy, lambda: run(None))
-    return jnp.stack([z[0], z[1], z[2]], -1), ticked
+    return jnp.stack([z[0], z[1], wrap_angle(jnp.arctan2(z[3], z[2]))], -1), ticked
 
 
 def simulate(key, pose, target, p: ArenaParams, *, waypoint: bool, safety: bool, hold: bool, ticks: int,
