@@ -83,8 +83,8 @@ def _simulate_free(key, pose, target, p: ArenaParams, *, waypoint: bool, hold: b
     tick are needed) ``(cos a, sin a)`` once per step and the rows
     ``(x, y, th, cos, sin)`` of one ``f32[5, N]`` carry, ``th`` wrapped every tick. Per tick:
     ``(cos a, sin a)`` from the polynomials of ``turn``, the rows ``(x, y, cos, sin)``,
-    and ``th`` recovered at the end of the step as ``atan2`` of the turned pair. Either
-    way one fused kernel per tick (at 1 to 64 environments kernel launches, not
+    and ``th`` recovered at the end of the step as ``atan2`` of the turned pair. Loops
+    run one fused kernel per tick (at 1 to 64 environments kernel launches, not
     arithmetic, are the cost). Against the tick-by-tick ``integrate`` of ``cos`` / ``sin``
     of the wrapped heading this changes float32 rounding only: one step lands within
     3e-6 m and 5e-5 rad of it (the heading's error is the controller's sensitivity near a
@@ -110,7 +110,6 @@ def _simulate_free(key, pose, target, p: ArenaParams, *, waypoint: bool, hold: b
     def metrics(z):
         return pair_metrics(jnp.stack([z[0], z[1], z[2]], -1), p.radius) if per_tick else None
 
-    z0 = jnp.stack([x, y, th, c, s])
     if hold:
         v, w = command(x, y, c, s, _noise(key, p, (n, 2)))
         dv, a = p.dt * v, p.dt * w
@@ -131,7 +130,7 @@ def _simulate_free(key, pose, target, p: ArenaParams, *, waypoint: bool, hold: b
             z = jnp.stack([x + dv * c, y + dv * s, wrap_angle(th + a), *rotate(c, s, ca, sa)])
             return z, metrics(z)
 
-        z, ticked = jax.lax.scan(tick, z0, None, length=ticks)
+        z, ticked = jax.lax.scan(tick, jnp.stack([x, y, th, c, s]), None, length=ticks)
         return jnp.stack([z[0], z[1], z[2]], -1), ticked
 
     # per tick: the rows (x, y, cos, sin), the heading itself recovered once at the end
