@@ -11,7 +11,8 @@ seeds (jaxagents.evaluation.intervals).
 Each RUN_DIR is a `jaxagents train` run of a self-play config (metrics.jsonl, with
 `@seeds` holding each seed's value). The game picks the panels:
 
-* ``leduc`` / ``kuhn``: exact exploitability (``eval/exploitability``), log scale;
+* ``leduc`` / ``kuhn``: exact exploitability (``eval/exploitability``), log scale, and
+  that of the parameter average (``eval/average/exploitability``) when a run keeps one;
 * ``tic_tac_toe``: the exact probability of losing to minimax per seat, greedy and
   sampled policy (``eval/minimax/{greedy,exact}/loss/seat{0,1}``; seat 0 plays X,
   first), the self-play episode return per seat (``episode_return/{first,second}``)
@@ -50,8 +51,10 @@ class Panel:
 
 SEATS = ("X (seat 0)", "O (seat 1)")
 GAMES = {
-    "leduc": [Panel(("eval/exploitability",), "exact exploitability", log=True)],
-    "kuhn": [Panel(("eval/exploitability",), "exact exploitability", log=True)],
+    "leduc": [Panel(("eval/exploitability",), "exact exploitability", log=True),
+              Panel(("eval/average/exploitability",), "parameter average: exact exploitability", log=True)],
+    "kuhn": [Panel(("eval/exploitability",), "exact exploitability", log=True),
+             Panel(("eval/average/exploitability",), "parameter average: exact exploitability", log=True)],
     "tic_tac_toe": [
         Panel(("eval/minimax/greedy/loss/seat0", "eval/minimax/greedy/loss/seat1"), "greedy policy: P(loss to minimax)"),
         Panel(("eval/minimax/exact/loss/seat0", "eval/minimax/exact/loss/seat1"), "sampled policy: P(loss to minimax)"),
@@ -227,8 +230,11 @@ def main(argv=None):
         raise SystemExit(f"--labels: {len(labels)} labels for {len(args.runs)} runs")
     if args.selfplay and args.game != "tic_tac_toe":
         raise SystemExit("--selfplay needs --game tic_tac_toe")
-    panels = GAMES[args.game]
     runs = {label: read_metrics(r) for label, r in zip(labels, args.runs)}
+    # panels no run has data for (e.g. the parameter average of runs without one) are left out
+    panels = [pn for pn in GAMES[args.game] if any(len(series(rows, k)[1]) for rows in runs.values() for k in pn.keys)]
+    if not panels:
+        raise SystemExit(f"no {args.game} metric in these runs ({', '.join(k for pn in GAMES[args.game] for k in pn.keys)})")
     exact = {label: selfplay_checkpoints(r) for label, r in zip(labels, args.runs)} if args.selfplay else {}
 
     import matplotlib
