@@ -291,9 +291,7 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
 
     def record_games(state, traj):
         """The payoff table after this update's finished games against snapshots."""
-        env_ids = None
-        if data_axis is not None:  # this device's environments, as the rollout's opponents saw them
-            env_ids = jax.lax.axis_index(data_axis) * local_envs + jnp.arange(local_envs)
+        env_ids = ppo.local_env_ids(data_axis, data_shards, local_envs)  # as the rollout's opponents saw them
         d = draws(state, None, state.update - 1, env_ids)
         wins, games = league_lib.outcomes(traj[ROLE], d, cfg.pool_size, data_axis)
         return league_lib.record(state.extra.league, wins, games, mix.payoff_decay), games
