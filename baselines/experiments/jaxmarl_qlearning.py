@@ -1,5 +1,5 @@
-"""Side by side with JaxMARL's Q-learning baselines: VDN and QMIX on MPE simple_spread,
-PQN-VDN on Overcooked cramped_room (issue 18).
+"""Side by side with JaxMARL's Q-learning baselines: VDN and QMIX on MPE simple_spread and
+SMAX 3m, PQN-VDN on Overcooked cramped_room (issue 18).
 
 One process runs one side of one task (``--side ours`` or ``--side jaxmarl``) and writes
 a JSON; ``--report`` merges the JSONs into a table and a curve figure. Both sides train
@@ -14,7 +14,13 @@ training as JaxMARL does). The evaluations are inside each side's timed program.
 Returns are per agent per episode. JaxMARL's ``MPELogWrapper`` logs every MPE return
 multiplied by the number of agents (3); it is divided back here (``mpe_scale``), so
 both columns are the mean agent's own episode return. Overcooked's is the sparse
-delivery return (20 per soup) on both sides.
+delivery return (20 per soup) on both sides. SMAX's (``HeuristicEnemySMAX``, 3m) is the
+unscaled env return (enemy health removed, up to 1, plus 1 for a won battle) on both
+sides, and the greedy tests also report the **win rate** (JaxMARL's
+``test_returned_won_episode``: the episode's last reward >= 1). On our side the win rate
+is the mean return of the same greedy episodes (same key) under an env whose reward is
+that indicator (``reward_map``), and JaxMARL's SMAX reward scale (``REW_SCALE`` 10) is
+applied in training by the same wrapper.
 
 Timing: each side's whole program (init, ``scan`` of updates with the periodic greedy
 tests) is AOT-compiled first (``jit(...).lower(...).compile()``, reported as
@@ -27,7 +33,7 @@ pqn_vdn_cnn_overcooked}.py`` (FLAIROx/JaxMARL c793d09) with the hydra / wandb /
 omegaconf imports and the ``single_run`` / ``tune`` / ``main`` tail removed, and, in
 ``vdn_rnn`` / ``qmix_rnn``, the update step returning its metrics instead of ``None``
 (docs/results_qlearning.md, section 6, lists the edits), plus ``config/`` with their
-``config.yaml`` and ``alg/{ql_rnn_mpe,pqn_vdn_cnn_overcooked}.yaml``. This driver builds
+``config.yaml`` and ``alg/{ql_rnn_mpe,ql_rnn_smax,pqn_vdn_cnn_overcooked}.yaml``. This driver builds
 their config dict the way their hydra ``main`` does (``config.yaml`` merged with the
 alg file), then applies the overrides listed in ``TASKS``.
 
@@ -59,6 +65,18 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = os.path.join(HERE, "..", "configs")
 
+# SMAX 3m against JaxMARL's ql_rnn_smax.yaml: its values on both sides except the GRU width (64 for 512, a
+# CPU budget) and the optimiser (our Adam, their RAdam); whole 128-step rollouts are their samples (127
+# transitions), so ours samples 127-transition sequences; their buffer (5,000 rollouts of 128 steps) never
+# fills in these budgets, ours is sized to the run (``buffer_steps``). Their SMAX rewards are x10
+# (REW_SCALE): ours get the same through a reward-scaling wrapper in training (evaluated unscaled).
+# Their first gradient step waits for LEARNING_STARTS (10,000 steps) *and* for 32 rollouts per env in
+# the buffer (flashbax's min_length_time_axis = BUFFER_BATCH_SIZE), i.e. the 32nd update, 65,536 steps:
+# ours starts there too.
+SMAX_OURS = ["train.lr=5.0e-5", "train.sample_length=127", "train.learning_starts=65536"]
+SMAX = dict(alg="ql_rnn_smax", reward_scale=10.0, win=True, mpe_scale=1.0, test_steps=128, test_envs=128,
+            buffer_steps=5000 // 16 * 16 * 128, jaxmarl_overrides={"MAP_NAME": "3m", "HIDDEN_SIZE": 64})
+
 # task -> (our config, our overrides, JaxMARL module, JaxMARL alg yaml, JaxMARL overrides, return scale of theirs)
 TASKS = {
     "vdn_mpe": dict(ours="vdn_mpe_simple_spread", module="vdn_rnn", alg="ql_rnn_mpe",
@@ -66,6 +84,9 @@ TASKS = {
                     ours_overrides=["train.team_reward=sum"], mpe_scale=3.0, test_steps=30, test_envs=128),
     "qmix_mpe": dict(ours="qmix_mpe_simple_spread", module="qmix_rnn", alg="ql_rnn_mpe",
                      ours_overrides=["train.team_reward=sum"], mpe_scale=3.0, test_steps=30, test_envs=128),
+    "vdn_smax": dict(ours="vdn_smax_3m", module="vdn_rnn", ours_overrides=list(SMAX_OURS), **SMAX),
+    "qmix_smax": dict(ours="qmix_smax_3m", module="qmix_rnn", **SMAX,
+                      ours_overrides=SMAX_OURS + ["train.mixer_embed=64", "train.mixer_hyper_hidden=256"]),
     "pqn_overcooked": dict(ours="pqn_vdn_overcooked_cramped_room", module="pqn_vdn_cnn_overcooked",
                            alg="pqn_vdn_cnn_overcooked", ours_overrides=[], mpe_scale=1.0, test_steps=400,
                            test_envs=32, jaxmarl_overrides={"ENV_KWARGS": {"layout": "cramped_room"}}),
@@ -89,14 +110,38 @@ p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", h
 p.add_argument("--json", default=None)
 p.add_argument("--report", nargs="*", default=None, help="merge these per-side JSONs (globs allowed)")
 p.add_argument("--figure", default=None)
-args = p.parse_args()
+args = None  # parsed in __main__ (a test sets it to parse_args([...]))
 
 
 # ------------------------------------------------------------------------------------ ours
 
 
-def run_ours(task):
+def reward_map(env, fn):
+    """``env`` with every role's reward replaced by ``fn(reward)`` (a jaxagents ``Wrapper``):
+    JaxMARL's SMAX reward scale in training, and SMAX's win indicator in the greedy tests."""
+    from jaxagents.core.wrappers.base import Wrapper
+
+    class RewardMap(Wrapper):
+        def step_env(self, key, state, actions, params):
+            state, ts = self.env.step(key, state, actions, params)
+            return state, ts.replace(reward={r: fn(v) for r, v in ts.reward.items()})
+
+    return RewardMap(env)
+
+
+def smax_won(reward):
+    """1 on the step that wins a SMAX battle: its reward carries the won-battle bonus of 1 on top
+    of the enemy health removed that step (< 1), JaxMARL's ``SMAXLogWrapper`` test ``reward >= 1``."""
+    return (reward >= 1.0).astype(jnp.float32)
+
+
+def build_ours(task):
+    """``(learner, test_learners)``: the learner that trains and ``{metric: learner}`` whose
+    ``evaluate`` gives each greedy-test metric (the same params; they differ in the env's reward)."""
+    import importlib
+
     from jaxagents import runner
+    from jaxagents.config import LEARNER_MODULES
 
     t = TASKS[task]
     overrides = list(t["ours_overrides"]) + list(args.override)
@@ -104,8 +149,25 @@ def run_ours(task):
         overrides.append(f"train.total_timesteps={args.steps}")
         if task == "pqn_overcooked":  # JaxMARL anneals shaping over half of its 5e6 steps
             overrides.append(f"train.shaped_reward_horizon={args.steps // 2}")
+        if "buffer_steps" in t:  # JaxMARL's buffer, or the whole run where that is smaller (the same then)
+            steps_per_update = 16 * 128
+            overrides.append(f"train.buffer_size={min(t['buffer_steps'], args.steps // steps_per_update * steps_per_update)}")
     cfg = runner.load_config(os.path.join(CONFIGS, t["ours"] + ".yaml"), overrides)
     learner = runner.build(cfg)
+    tests = {"return": learner}
+    if "reward_scale" in t or t.get("win"):
+        make_train = importlib.import_module(LEARNER_MODULES[cfg["learner"]][0]).make_train
+        scale = t.get("reward_scale", 1.0)
+        if scale != 1.0:
+            learner = make_train(learner.config, reward_map(learner.env, lambda r: r * scale), learner.env_params)
+        if t.get("win"):
+            tests["win"] = make_train(learner.config, reward_map(tests["return"].env, smax_won), learner.env_params)
+    return learner, tests, overrides
+
+
+def run_ours(task):
+    t = TASKS[task]
+    learner, test_learners, overrides = build_ours(task)
     c = learner.config
     steps_per_update = c.num_envs * c.num_steps
     U = learner.num_updates
@@ -114,9 +176,12 @@ def run_ours(task):
     test_envs = args.test_envs or t["test_envs"]
 
     def evaluate(state, key):
-        ev = learner.evaluate(state, key, test_envs, t["test_steps"])
-        rets = [v for k, v in ev.items() if k.startswith("eval/episode_return/")]
-        return jnp.mean(jnp.stack(rets))
+        """{metric: mean over roles}; every metric's learner plays the same episodes (same key)."""
+        out = {}
+        for name, tl in test_learners.items():
+            ev = tl.evaluate(state, key, test_envs, t["test_steps"])
+            out[name] = jnp.mean(jnp.stack([v for k, v in ev.items() if k.startswith("eval/episode_return/")]))
+        return out
 
     def train_return(m):
         rets = jnp.stack([v for k, v in m.items() if k.startswith("episode_return/")])  # [roles, updates]
@@ -135,7 +200,7 @@ def run_ours(task):
         state, (tests, train_rets) = jax.lax.scan(block, state, jnp.arange(blocks))
         if rest:
             state, _ = jax.lax.scan(lambda s, _: learner.update(s), state, None, rest)
-        return jnp.concatenate([first[None], tests]), train_rets
+        return jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, tests), train_rets
 
     keys = jax.random.split(jax.random.key(args.seed), args.seeds)
     t0 = time.perf_counter()
@@ -145,10 +210,13 @@ def run_ours(task):
     tests, train_rets = jax.block_until_ready(compiled(keys))
     run_s, cpu_s = time.perf_counter() - w, time.process_time() - cpu
     env_steps = [0] + [(i + 1) * interval * steps_per_update for i in range(blocks)]
+    # the training return is the trained env's: JaxMARL's reward scale divided back
+    train_rets = np.asarray(train_rets) / t.get("reward_scale", 1.0)
+    extra = {"test_win": np.asarray(tests["win"]).T.tolist()} if "win" in tests else {}
     return dict(task=task, side="ours", config=t["ours"], overrides=overrides, seeds=args.seeds,
                 total_env_steps=U * steps_per_update, num_updates=U, test_envs=test_envs, test_steps=t["test_steps"],
-                env_steps=env_steps, test_return=np.asarray(tests).T.tolist(),  # [points][seeds]
-                train_return=[None] + np.asarray(train_rets).T.tolist(),
+                env_steps=env_steps, test_return=np.asarray(tests["return"]).T.tolist(),  # [points][seeds]
+                train_return=[None] + train_rets.T.tolist(), **extra,
                 compile_s=compile_s, run_s=run_s, cpu_s=cpu_s,
                 env_steps_per_s=args.seeds * U * steps_per_update / run_s)
 
@@ -249,6 +317,10 @@ def run_jaxmarl(task):
     points = [i for i in range(U) if n_updates[i] % interval == 0]
     env_steps = [int(n_updates[i]) * steps_per_update for i in points]
     tests = [test[:, i].tolist() for i in points]
+    extra = {}
+    if t.get("win"):
+        won = np.asarray(m["test_returned_won_episode"])
+        extra["test_win"] = ([won[:, 0].tolist()] if first_before is not None else []) + [won[:, i].tolist() for i in points]
     if first_before is not None:
         env_steps, tests = [0] + env_steps, [first_before.tolist()] + tests
     return dict(task=task, side="jaxmarl", module=t["module"], conv=args.jaxmarl_conv if task.startswith("pqn") else None,
@@ -256,7 +328,7 @@ def run_jaxmarl(task):
                 seeds=config["NUM_SEEDS"], total_env_steps=U * steps_per_update, num_updates=U,
                 test_envs=config["TEST_NUM_ENVS"], test_steps=config["TEST_NUM_STEPS"],
                 env_steps=env_steps, test_return=tests, compile_s=compile_s, run_s=run_s, cpu_s=cpu_s,
-                env_steps_per_s=config["NUM_SEEDS"] * U * steps_per_update / run_s)
+                env_steps_per_s=config["NUM_SEEDS"] * U * steps_per_update / run_s, **extra)
 
 
 # ---------------------------------------------------------------------------------- report
@@ -280,7 +352,12 @@ def report(paths, figure, out):
             mean, half = interval(r["test_return"][-1])
             curve = np.asarray(r["test_return"], float)  # [points, seeds]
             auc, auc_half = interval(curve[1:].mean(0))  # mean over the test points after init, per seed
-            rows.append(dict(task=task, side=r["side"], conv=r.get("conv"), seeds=r["seeds"],
+            win = {}
+            if "test_win" in r:
+                w_mean, w_half = interval(r["test_win"][-1])
+                w_auc, w_auc_half = interval(np.asarray(r["test_win"], float)[1:].mean(0))
+                win = dict(final_win=w_mean, win_ci95=w_half, win_curve_mean=w_auc, win_curve_mean_ci95=w_auc_half)
+            rows.append(dict(task=task, side=r["side"], conv=r.get("conv"), seeds=r["seeds"], **win,
                              env_steps=r["env_steps"][-1], final_return=mean, ci95=half,
                              curve_mean=auc, curve_mean_ci95=auc_half, cpu_s=r["cpu_s"],
                              env_steps_per_cpu_s=r["seeds"] * r["total_env_steps"] / r["cpu_s"],
@@ -290,7 +367,9 @@ def report(paths, figure, out):
               f"return {row['final_return']:8.2f} +- {row['ci95']:.2f}  curve mean {row['curve_mean']:8.2f} "
               f"+- {row['curve_mean_ci95']:.2f}  {row['env_steps_per_s']:8.0f} env-steps/s "
               f"({row['env_steps_per_cpu_s']:.0f} per CPU-s)  "
-              f"run {row['run_s']:.0f} s  compile {row['compile_s']:.0f} s")
+              f"run {row['run_s']:.0f} s  compile {row['compile_s']:.0f} s"
+              + (f"  win {row['final_win']:.3f} +- {row['win_ci95']:.3f} (curve mean {row['win_curve_mean']:.3f} "
+                 f"+- {row['win_curve_mean_ci95']:.3f})" if "final_win" in row else ""))
     if out:
         json.dump(dict(rows=rows, runs=runs), open(out, "w"), indent=1)
     if figure:
@@ -299,11 +378,14 @@ def report(paths, figure, out):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6))
-        for ax, task in zip(np.atleast_1d(axes), tasks):
+        # one panel per task and metric: the greedy return, and SMAX's greedy win rate
+        panels = [(task, "test_return") for task in tasks]
+        panels += [(task, "test_win") for task in tasks if any("test_win" in r for r in runs if r["task"] == task)]
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6))
+        for ax, (task, metric) in zip(np.atleast_1d(axes), panels):
             for r in [r for r in runs if r["task"] == task]:
                 x = np.asarray(r["env_steps"]) / 1e6
-                y = np.asarray(r["test_return"], float)
+                y = np.asarray(r[metric], float)
                 mu = y.mean(1)
                 label = "jaxagents" if r["side"] == "ours" else "JaxMARL" + (f" ({r['conv']} conv)" if r.get("conv") else "")
                 color = "C1" if r["side"] == "ours" else "C0"
@@ -311,7 +393,7 @@ def report(paths, figure, out):
                 ax.fill_between(x, y.min(1), y.max(1), color=color, alpha=0.2)
             ax.set_title(task)
             ax.set_xlabel("env steps (M)")
-            ax.set_ylabel("greedy return per agent")
+            ax.set_ylabel("greedy win rate" if metric == "test_win" else "greedy return per agent")
             ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(figure, dpi=120)
@@ -319,6 +401,7 @@ def report(paths, figure, out):
 
 
 if __name__ == "__main__":
+    args = p.parse_args()
     if args.report is not None:
         report(args.report, args.figure, args.json)
         sys.exit(0)
