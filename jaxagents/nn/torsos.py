@@ -39,15 +39,32 @@ class MLP(nn.Module):
     obs_ndim: int = 1
 
     @nn.compact
-    def __call__(self, x):
+    def __call__(self, x, first: jax.Array | None = None):
+        """``x[B..., *obs] -> [B..., hidden[-1]]``. ``first[prod(B), hidden[0]]``, when
+        given, is the first layer's output before its activation, computed by the
+        caller from this module's ``Dense_0`` parameters (``ActorCritic`` fuses the
+        first layers of two streams that read the same input); ``x`` then only gives
+        the batch shape."""
         batch = x.shape[: x.ndim - self.obs_ndim]
-        # Dense layers on a 2-D [samples, features] array: the leading unit axes of
-        # the learners' [T, B, n, ...] batches otherwise lead XLA's CPU backend to
-        # transpose the backward pass's operands before the weight-gradient dots.
-        x = jnp.asarray(x, jnp.float32).reshape(math.prod(batch), -1)
-        for h in self.hidden:
-            x = activation(self.act)(nn.Dense(h, kernel_init=_ortho(), bias_init=nn.initializers.zeros)(x))
+        if first is None:
+            # Dense layers on a 2-D [samples, features] array: the leading unit axes of
+            # the learners' [T, B, n, ...] batches otherwise lead XLA's CPU backend to
+            # transpose the backward pass's operands before the weight-gradient dots.
+            x = flatten(x, self.obs_ndim)
+        for i, h in enumerate(self.hidden):
+            if i == 0 and first is not None:
+                x = first
+            else:
+                # explicit names: the same as flax's automatic ones, whichever layer runs
+                x = nn.Dense(h, kernel_init=_ortho(), bias_init=nn.initializers.zeros, name=f"Dense_{i}")(x)
+            x = activation(self.act)(x)
         return x.reshape(*batch, x.shape[-1])
+
+
+def flatten(x: jax.Array, obs_ndim: int) -> jax.Array:
+    """``x[B..., *obs] -> float32[prod(B), prod(obs)]``: what ``MLP``'s first layer reads."""
+    batch = x.shape[: x.ndim - obs_ndim]
+    return jnp.asarray(x, jnp.float32).reshape(math.prod(batch), -1)
 
 
 class ConvSame(nn.Module):

@@ -123,3 +123,36 @@ def test_cnn_keeps_flax_conv_parameters_and_outputs():
     y_old = ConvCNN().apply({"params": {**bumped["params"], "MLP_0": bumped["params"]["MLP_0"]["Dense_0"]}}, x)
     assert y_new.shape == (2, 3, 4)
     np.testing.assert_allclose(np.asarray(y_new), np.asarray(y_old), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_shared_input_fuses_the_first_layers_into_one_product(recurrent):
+    """With ``critic_in=None`` (IPPO) the actor's and critic's first dense layers run
+    as one product: one ``dot_general`` fewer than with the critic input given
+    separately, the same parameter tree, and the same outputs and gradients to float
+    rounding."""
+    from jaxagents.nn.policy import ActorCritic, NetworkConfig
+
+    net = ActorCritic(NetworkConfig(hidden=(16, 8), recurrent=recurrent, gru_size=4), Discrete(3))
+    x = jax.random.normal(jax.random.key(0), (3, 5, 2, 11))  # [T, B, agents, obs]
+    h = net.initial_state((5, 2))
+    reset = jnp.zeros((3, 5, 2), bool).at[1, 0].set(True)
+    params = net.init(jax.random.key(1), h, x, None, reset)
+    assert params["params"]["actor"]["MLP_0"]["Dense_0"]["kernel"].shape == (11, 16)
+    assert params["params"]["critic"]["MLP_0"]["Dense_0"]["kernel"].shape == (11, 16)
+
+    fused = lambda p: net.apply(p, h, x, None, reset)  # noqa: E731
+    apart = lambda p: net.apply(p, h, x, x, reset)  # noqa: E731
+
+    def dots(f):
+        return str(jax.make_jaxpr(f)(params)).count("dot_general")
+
+    assert dots(fused) == dots(apart) - 1
+    for a, b in zip(jax.tree.leaves(fused(params)), jax.tree.leaves(apart(params))):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+    def loss(f):
+        return lambda p: f(p)[1].sum() + jnp.square(f(p)[2]).sum()
+
+    for a, b in zip(jax.tree.leaves(jax.grad(loss(fused))(params)), jax.tree.leaves(jax.grad(loss(apart))(params))):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
