@@ -19,7 +19,7 @@ import jaxagents
 from jaxagents_environments.robots import Navigation
 from jaxagents_environments.robots.arena import AXLE_LENGTH, DT, default_arena_params, integrate, make_grid, spawn_poses
 from jaxagents_environments.robots.arena_sim import simulate
-from jaxagents_environments.robots.safety import guard, project_hexagon, safety_filter
+from jaxagents_environments.robots.safety import guard, pair_rows, project_hexagon, safety_filter, speed_bounds
 
 GAMMA, R, L = 150.0, 0.2, 0.05
 K = AXLE_LENGTH / (2 * L)
@@ -207,6 +207,95 @@ def test_guard_is_exact_in_discrete_time(seed, near_wall):
         assert np.all(h1 >= (1 - DT * 10.0) * h0 - 1e-6)
         assert np.all(np.abs(b[:, 0]) + 0.055 <= 1.6 - 0.005 + 1e-6)
         assert np.all(np.abs(b[:, 1]) + 0.055 <= 1.0 - 0.005 + 1e-6)
+
+
+def _reference_dual(vw_hat, pose, p, iters, lam0):
+    """The dual iterations of the module docstring in float64, step by step: ``iters``
+    FISTA steps from ``lam0``, the hexagon projection as the nearest of its six edges (or
+    the point itself when inside). Pair rows and guard bounds from the module (their
+    own tests are above); returns ``(vw, lam, residual)``."""
+    ux, uy, b, mask = (np.asarray(a) for a in pair_rows(jnp.asarray(pose), p))
+    ux, uy, b = (a.astype(np.float64) for a in (ux, uy, b))
+    lo, hi = (np.asarray(a, np.float64) for a in speed_bounds(jnp.asarray(pose), p))
+    c = 0.2
+    lo, hi = np.clip(lo, -c, 0.0), np.clip(hi, 0.0, c)
+    cs, sn = np.cos(pose[:, 2].astype(np.float64)), np.sin(pose[:, 2].astype(np.float64))
+    z_hat = np.stack([vw_hat[:, 0], L * vw_hat[:, 1]], -1).astype(np.float64)
+
+    def project(z, i):
+        tol = c * (1 + 1e-6)
+        if abs(z[0] + K * z[1]) <= tol and abs(z[0] - K * z[1]) <= tol and lo[i] <= z[0] <= hi[i]:
+            return z
+        top = lambda v: (c - abs(v)) / K
+        vx = [hi[i], 0.0, lo[i], lo[i], 0.0, hi[i]]
+        vy = [top(hi[i]), c / K, top(lo[i]), -top(lo[i]), -c / K, -top(hi[i])]
+        best, best_d = None, np.inf
+        for e in range(6):
+            a, d = np.array([vx[e], vy[e]]), np.array([vx[(e + 1) % 6] - vx[e], vy[(e + 1) % 6] - vy[e]])
+            q = a + np.clip((z - a) @ d / max(d @ d, 1e-30), 0.0, 1.0) * d
+            if np.sum((z - q) ** 2) < best_d:
+                best, best_d = q, np.sum((z - q) ** 2)
+        return best
+
+    def primal(y):
+        fx, fy = np.sum(y * ux, 1) / math.sqrt(2), np.sum(y * uy, 1) / math.sqrt(2)
+        move = np.stack([cs * fx + sn * fy, cs * fy - sn * fx], -1)
+        return np.stack([project(z, i) for i, z in enumerate(z_hat + move)])
+
+    def gap(z):
+        vx, vy = cs * z[:, 0] - sn * z[:, 1], sn * z[:, 0] + cs * z[:, 1]
+        s = ux * vx[:, None] + uy * vy[:, None]
+        return b - (s + s.T) / math.sqrt(2)
+
+    rows = mask.sum(1)
+    step = np.where(mask, 2.0 / np.maximum(rows[:, None] + rows[None], 1.0), 0.0)
+    lam = prev = np.where(mask, lam0, 0.0).astype(np.float64)
+    t = 1.0
+    for _ in range(iters):
+        t_next = 0.5 * (1 + math.sqrt(1 + 4 * t * t))
+        y = lam + (t - 1) / t_next * (lam - prev)
+        z = primal(y)
+        g = gap(z)
+        prev, lam, t = lam, np.where(mask, np.maximum(y + step * g, 0.0), 0.0), t_next
+    return np.stack([z[:, 0], z[:, 1] / L], -1), lam, np.max(np.where(mask, np.maximum(g, 0.0), 0.0))
+
+
+def _random_problems(rng, n, count):
+    """Poses from packed (the pair rows bind) to spread out, commands inside the wheel
+    limits or not, warm starts zero or random."""
+    out = []
+    for m in range(count):
+        pose = _cluster(rng, n, spread=0.25) if m % 2 == 0 else np.concatenate(
+            [rng.uniform(-1.4, 1.4, (n, 1)), rng.uniform(-0.8, 0.8, (n, 1)), rng.uniform(-np.pi, np.pi, (n, 1))], -1)
+        vw = np.stack([rng.uniform(-0.25, 0.25, n), rng.uniform(-4, 4, n)], -1)
+        lam0 = np.abs(rng.normal(0, 0.05, (n, n))) * (m % 3 == 0)
+        out.append((vw.astype(np.float32), pose.astype(np.float32), (lam0 + lam0.T).astype(np.float32)))
+    return out
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_filter_runs_the_dual_iterations_of_the_spec(n):
+    """The filter's 20 steps (complex-packed, pipelined, stopping at an exact fixed point)
+    against the same 20 steps in float64: the same commands to 2e-5 m/s and the same
+    residual; alone (early stop) and in a batch (the fixed count) the same output."""
+    rng = np.random.default_rng(n)
+    p = default_arena_params(n)
+    probs = _random_problems(rng, n, 12)
+    batched = jax.jit(jax.vmap(lambda v, q, l0: safety_filter(v, q, p, 20, l0)))(
+        *(jnp.asarray(np.stack(a)) for a in zip(*probs)))
+    moved = 0
+    for m, (vw, pose, lam0) in enumerate(probs):
+        out, lam, res = (np.asarray(a) for a in _filter(jnp.asarray(vw), jnp.asarray(pose), p, iters=20,
+                                                          lam0=jnp.asarray(lam0)))
+        ref, ref_lam, ref_res = _reference_dual(vw, pose, p, 20, lam0)
+        np.testing.assert_allclose(out[:, 0], ref[:, 0], atol=2e-5, err_msg=f"problem {m}: v")
+        np.testing.assert_allclose(L * out[:, 1], L * ref[:, 1], atol=2e-5, err_msg=f"problem {m}: l w")
+        assert abs(float(res) - ref_res) < 2e-5, (m, float(res), ref_res)
+        np.testing.assert_allclose(lam, ref_lam, atol=1e-3 * max(1.0, np.abs(ref_lam).max()), err_msg=f"problem {m}")
+        for got, single in zip(batched, (out, lam, res)):
+            np.testing.assert_allclose(np.asarray(got)[m], single, atol=1e-6, err_msg=f"problem {m}: batch")
+        moved += ref_res > 0 or np.any(ref_lam > 0)
+    assert moved >= 4  # the pair rows bind in several problems: the iterations had work to do
 
 
 # ----------------------------------------------------------------------------- random rollouts
