@@ -1,0 +1,204 @@
+"""Why self-play PPO stalls on Leduc hold'em: the *expected* self-play dynamics, with exact
+gradients from the game tree (no sampling), for a tabular policy and for the learner's MLP.
+
+The sampled self-play loss (per-sample mean of ``A * log pi`` plus ``ent_coef`` times the
+entropy, both seats in one batch) has, in expectation and up to a constant factor, the
+gradient of ``v_p(pi) + tau * sum_n P(n) H(pi(I_n))`` for each player ``p`` over its own
+information states, ``P(n)`` being the node's reach probability (chance and both players)
+and ``tau`` the entropy coefficient in chips (``ent_coef`` times the per-role standard
+deviation of the returns when advantages are normalised per role; about 4.2 chips on Leduc).
+This script follows that gradient exactly, three ways:
+
+* ``tabular``: a logits table ``f32[936, 3]``, plain gradient ascent (``--lr``);
+* ``network``: the learner's actor (``jaxagents.nn.ActorCritic``, MLP ``--hidden``, tanh) on
+  every information state's observation, the table's gradient pulled back through the
+  network (``jax.vjp``), plain gradient ascent on the parameters;
+* ``fit``: first ``tabular`` for ``--iters`` steps, then the network fitted to that fixed
+  point by Adam on cross-entropy over all information states (``--fit-weight uniform`` or
+  ``reach``): can the network *represent* a low-exploitability policy?
+
+Exact exploitability (``jaxagents.evaluation.exploitability``) is printed ``--points`` times
+and written as JSON (``--out``); ``--plot`` draws every JSON given to it.
+
+    python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 4000 --out t.json
+    python baselines/experiments/leduc_exact_dynamics.py network --tau 0.3 --lr 0.05 --iters 2000 --out n.json
+    python baselines/experiments/leduc_exact_dynamics.py fit --tau 0.3 --lr 10 --iters 1500 --out f.json
+    python baselines/experiments/leduc_exact_dynamics.py plot t.json n.json f.json --fig FIG.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxagents.core import Discrete
+from jaxagents.evaluation import exploitability as X
+from jaxagents.nn import ActorCritic, NetworkConfig
+from jaxagents_environments.games.leduc import LeducPoker
+
+
+def node_reach(tree: X.GameTree, sigma: jax.Array) -> jax.Array:
+    """``f32[N]``: each node's reach probability under ``sigma`` (chance and both players)."""
+    probs = jnp.where((tree.infostate >= 0)[:, None], sigma[jnp.maximum(tree.infostate, 0)], 0.0)
+    par = jnp.maximum(tree.parent, 0)
+    step = probs[par, jnp.maximum(tree.parent_action, 0)]
+    roots = tree.chance.astype(sigma.dtype)
+    return jax.lax.fori_loop(0, len(tree.levels) - 1, lambda _, r: jnp.where(tree.parent < 0, roots, r[par] * step), roots)
+
+
+def probs_of(tree: X.GameTree, logits: jax.Array) -> jax.Array:
+    return jax.nn.softmax(jnp.where(tree.legal, logits, -1e9), -1)
+
+
+def player_objective(tree: X.GameTree, logits: jax.Array, p: int, tau: float) -> jax.Array:
+    """``v_p + tau * sum over p's nodes of P(n) H(pi(I_n))`` (the expected sampled loss, negated)."""
+    sigma = probs_of(tree, logits)
+    ent = -jnp.sum(jnp.where(tree.legal, sigma * jnp.log(jnp.maximum(sigma, 1e-30)), 0.0), -1)  # [S]
+    own = jnp.where(tree.player == p, ent[jnp.maximum(tree.infostate, 0)], 0.0)
+    return X.policy_value(tree, sigma)[p] + tau * jnp.sum(node_reach(tree, sigma) * own)
+
+
+def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float) -> jax.Array:
+    """``f32[S, A]``: each information state's row is the gradient of its owner's objective
+    (the other player's policy held fixed): simultaneous self-play gradient ascent."""
+    g = jnp.zeros_like(logits)
+    for p in (0, 1):
+        g = g + jnp.where((tree.infostate_player == p)[:, None], jax.grad(player_objective, 1)(tree, logits, p, tau), 0.0)
+    return g
+
+
+def tabular(tree, tau, lr, iters, points):
+    """Gradient ascent on a logits table; returns ``(curve, final logits)``."""
+    step = jax.jit(lambda th: th + lr * selfplay_gradient(tree, th, tau))
+    theta, curve = jnp.zeros(tree.legal.shape, jnp.float32), []
+    for i in range(iters + 1):
+        if i % max(iters // points, 1) == 0:
+            curve.append((i, float(X.exploitability(tree, probs_of(tree, theta)))))
+        if i < iters:
+            theta = step(theta)
+    return curve, theta
+
+
+def make_network(tree, hidden, seed, onehot=False):
+    """The learner's actor on every information state's observation: ``(params, logits_fn)``.
+    ``onehot``: the input is the information state's one-hot id instead of the env's
+    observation (no input shared between information states)."""
+    net = ActorCritic(NetworkConfig(hidden=tuple(hidden)), Discrete(tree.num_actions))
+    obs = jnp.eye(tree.num_infostates) if onehot else tree.infostate_obs.reshape(tree.num_infostates, -1)
+    obs = obs[None]  # [T=1, S, D]
+    reset = jnp.zeros(obs.shape[:2], bool)
+    params = net.init(jax.random.key(seed), (None, None), obs, None, reset)
+    return params, lambda q: net.apply(q, (None, None), obs, reset, method=net.actor_only)[1][0]
+
+
+def network(tree, tau, lr, iters, points, hidden, seed, onehot=False):
+    params, logits_fn = make_network(tree, hidden, seed, onehot)
+
+    @jax.jit
+    def step(q):
+        logits, pull_back = jax.vjp(logits_fn, q)
+        (g,) = pull_back(selfplay_gradient(tree, logits, tau))
+        return jax.tree.map(lambda a, b: a + lr * b, q, g)
+
+    curve = []
+    for i in range(iters + 1):
+        if i % max(iters // points, 1) == 0:
+            curve.append((i, float(X.exploitability(tree, probs_of(tree, logits_fn(params))))))
+        if i < iters:
+            params = step(params)
+    return curve
+
+
+def fit(tree, target_logits, weight, steps, points, hidden, seed):
+    """Adam (1e-3) on cross-entropy to the target policy over all information states."""
+    params, logits_fn = make_network(tree, hidden, seed)
+    target = probs_of(tree, target_logits)
+    w = jnp.ones(tree.num_infostates) if weight == "uniform" else \
+        jax.ops.segment_sum(node_reach(tree, target), jnp.where(tree.infostate >= 0, tree.infostate, tree.num_infostates),
+                            tree.num_infostates + 1)[:-1]
+    opt = optax.adam(1e-3)
+
+    def loss(q):
+        logp = jax.nn.log_softmax(jnp.where(tree.legal, logits_fn(q), -1e9))
+        return jnp.sum(w * -jnp.sum(jnp.where(tree.legal, target * logp, 0.0), -1)) / jnp.sum(w)
+
+    @jax.jit
+    def step(q, s):
+        u, s = opt.update(jax.grad(loss)(q), s)
+        return optax.apply_updates(q, u), s
+
+    s, curve = opt.init(params), []
+    for i in range(steps + 1):
+        if i % max(steps // points, 1) == 0:
+            curve.append((i, float(X.exploitability(tree, probs_of(tree, logits_fn(params))))))
+        if i < steps:
+            params, s = step(params, s)
+    return curve
+
+
+def plot(files, fig):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(7, 4.2))
+    for f in files:
+        r = json.load(open(f))
+        x, y = zip(*r["curve"])
+        ax.plot(x, y, label=r["label"], ls="--" if r["mode"] == "fit" else "-")
+    ax.set_yscale("log")
+    ax.set_xlabel("exact gradient steps (fit: Adam steps)")
+    ax.set_ylabel("exact exploitability")
+    ax.set_title("Leduc: expected self-play dynamics, tabular vs the learner's MLP")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    plt.tight_layout()
+    plt.savefig(fig, dpi=110)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("mode", choices=("tabular", "network", "fit", "plot"))
+    p.add_argument("files", nargs="*", help="plot: the JSON files to draw")
+    p.add_argument("--tau", type=float, default=0.3, help="entropy temperature in chips")
+    p.add_argument("--lr", type=float, default=10.0)
+    p.add_argument("--iters", type=int, default=2000)
+    p.add_argument("--points", type=int, default=20)
+    p.add_argument("--hidden", default="128,128")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--onehot", action="store_true", help="network: one-hot information-state ids as input")
+    p.add_argument("--fit-steps", type=int, default=4000)
+    p.add_argument("--fit-weight", choices=("uniform", "reach"), default="reach")
+    p.add_argument("--out", default=None)
+    p.add_argument("--fig", default=None)
+    a = p.parse_args()
+    if a.mode == "plot":
+        if not a.files or not a.fig:
+            p.error("plot needs JSON files and --fig")
+        return plot(a.files, a.fig)
+    tree, hidden, t0 = LeducPoker().game_tree(), [int(h) for h in a.hidden.split(",")], time.time()
+    if a.mode == "tabular":
+        curve, _ = tabular(tree, a.tau, a.lr, a.iters, a.points)
+        label = f"tabular, tau {a.tau}, lr {a.lr}"
+    elif a.mode == "network":
+        curve = network(tree, a.tau, a.lr, a.iters, a.points, hidden, a.seed, a.onehot)
+        label = f"MLP {a.hidden}{' on one-hot ids' if a.onehot else ''}, tau {a.tau}, lr {a.lr}"
+    else:
+        tab, theta = tabular(tree, a.tau, a.lr, a.iters, a.points)
+        print(f"tabular fixed point after {a.iters} steps: {tab[-1][1]:.4f}")
+        curve = fit(tree, theta, a.fit_weight, a.fit_steps, a.points, hidden, a.seed)
+        label = f"MLP {a.hidden} fitted to the tabular tau {a.tau} point ({a.fit_weight} weights)"
+    for i, e in curve:
+        print(f"{i:6d} {e:.4f}")
+    print(f"{time.time() - t0:.0f} s")
+    if a.out:
+        json.dump({"mode": a.mode, "label": label, "args": vars(a), "curve": curve}, open(a.out, "w"))
+
+
+if __name__ == "__main__":
+    main()
