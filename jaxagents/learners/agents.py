@@ -73,11 +73,13 @@ class Agents:
         }
 
     # ------------------------------------------------------------------ inputs
-    def critic_input(self, role: str, obs: jax.Array, global_obs: jax.Array | None) -> jax.Array:
-        """IPPO: the agent's own ``obs``. MAPPO: ``global_obs[..., G]`` broadcast to the
-        role's agents, with the agent's one-hot id appended: ``[..., n, G + n]``."""
+    def critic_input(self, role: str, obs: jax.Array, global_obs: jax.Array | None) -> jax.Array | None:
+        """IPPO: ``None``, the critic reads the agent's own ``obs`` (and the network
+        computes both streams' first layers as one product). MAPPO: ``global_obs[..., G]``
+        broadcast to the role's agents, with the agent's one-hot id appended: ``[..., n,
+        G + n]``."""
         if not self.central_critic:
-            return obs
+            return None
         n = self.roles[role].num_agents
         g = jnp.asarray(global_obs, jnp.float32).reshape(*global_obs.shape[: global_obs.ndim - len(self.global_obs_shape)], -1)
         g = jnp.broadcast_to(g[..., None, :], (*g.shape[:-1], n, g.shape[-1]))
@@ -100,7 +102,7 @@ class Agents:
         ``key``: one key for the batch, or with ``per_env_keys`` a key per environment
         (``[E]``), so each environment's actions depend on its own key only (data-
         parallel rollouts draw the same actions however the batch is split)."""
-        hidden, out, value = self.apply(params, role, hidden, obs[None], critic_in[None], reset[None])
+        hidden, out, value = self.apply(params, role, hidden, obs[None], with_time_axis(critic_in), reset[None])
         dist = self.distribution(params, role, out[0], mask)
         if per_env_keys:
             sample = lambda o, m, k: self.distribution(params, role, o, m).sample(seed=k)  # noqa: E731
@@ -121,3 +123,8 @@ class Agents:
             return out[0, :, 0]
 
         return fn
+
+
+def with_time_axis(x: jax.Array | None) -> jax.Array | None:
+    """``x[None]``: a unit time axis; ``None`` (IPPO's critic input) stays ``None``."""
+    return None if x is None else x[None]

@@ -22,6 +22,7 @@ from flax import struct
 from jaxagents.advantages import hash_rows
 from jaxagents.core.branch import branch
 from jaxagents.core.wrappers.autoreset import fold_in_each
+from jaxagents.learners.agents import with_time_axis
 
 
 @struct.dataclass
@@ -160,7 +161,7 @@ def collect(
 
                 def one_env(p, h, o, ci, r, m, ke):
                     expand = lambda x: x[None]
-                    _, a, _, _, _ = agents.act(p, role, jax.tree.map(expand, h), o[None], ci[None], r[None], m[None], ke)
+                    _, a, _, _, _ = agents.act(p, role, jax.tree.map(expand, h), o[None], with_time_axis(ci), r[None], m[None], ke)
                     return a[0]
 
                 k_envs = jax.random.split(k_opp, obs.shape[0]) if env_ids is None else fold_in_each(k_opp, env_ids)
@@ -220,7 +221,7 @@ def collect(
     for role in agents.roles:
         obs = carry.ts.obs[role]
         reset = jnp.broadcast_to(carry.first[:, None], obs.shape[:2])
-        _, _, v = agents.apply(params[role], role, carry.hidden[role], obs[None], agents.critic_input(role, obs, gobs)[None], reset[None])
+        _, _, v = agents.apply(params[role], role, carry.hidden[role], obs[None], with_time_axis(agents.critic_input(role, obs, gobs)), reset[None])
         last_value[role] = v[0]
     return carry, traj, last_value
 
