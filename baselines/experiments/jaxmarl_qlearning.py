@@ -378,11 +378,14 @@ def report(paths, figure, out):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        # one panel per task and metric: the greedy return, and SMAX's greedy win rate
-        panels = [(task, "test_return") for task in tasks]
-        panels += [(task, "test_win") for task in tasks if any("test_win" in r for r in runs if r["task"] == task)]
-        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6))
-        for ax, (task, metric) in zip(np.atleast_1d(axes), panels):
+        # a column per task; the greedy return in the first row, SMAX's greedy win rate in a second
+        metrics = ["test_return"] + (["test_win"] if any("test_win" in r for r in runs) else [])
+        fig, axes = plt.subplots(len(metrics), len(tasks), figsize=(5 * len(tasks), 3.6 * len(metrics)), squeeze=False)
+        for (row, metric), (col, task) in [(m, t) for m in enumerate(metrics) for t in enumerate(tasks)]:
+            ax = axes[row, col]
+            if not all(metric in r for r in runs if r["task"] == task):
+                ax.axis("off")
+                continue
             for r in [r for r in runs if r["task"] == task]:
                 x = np.asarray(r["env_steps"]) / 1e6
                 y = np.asarray(r[metric], float)
