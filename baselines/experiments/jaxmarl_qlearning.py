@@ -106,6 +106,9 @@ p.add_argument("--lapack-init", action="store_true",
                help="keep flax's orthogonal initialiser in JaxMARL's networks (a LAPACK QR, which deadlocked under "
                "vmap over seeds on this 2-core machine); by default it is swapped for jaxagents.nn.init.orthogonal, "
                "the same distribution computed in XLA")
+p.add_argument("--jaxmarl-adam", action="store_true",
+               help="diagnostic: their optax.radam swapped for optax.adam (eps 1e-5, as ours), to measure what "
+               "RAdam's warm-up costs in a short run")
 p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="extra override for our config")
 p.add_argument("--json", default=None)
 p.add_argument("--report", nargs="*", default=None, help="merge these per-side JSONs (globs allowed)")
@@ -296,6 +299,13 @@ def run_jaxmarl(task):
 
         ref.nn = types.SimpleNamespace(**{k: getattr(nn, k) for k in dir(nn) if not k.startswith("__")})
         ref.nn.Conv = im2col_conv()
+    if args.jaxmarl_adam:
+        import types
+
+        import optax
+
+        ref.optax = types.SimpleNamespace(**{k: getattr(optax, k) for k in dir(optax) if not k.startswith("__")})
+        ref.optax.radam = lambda learning_rate: optax.adam(learning_rate, eps=1e-5)
     config = jaxmarl_config(task)
     env, _ = ref.env_from_config(dict(config, ENV_KWARGS=dict(config["ENV_KWARGS"])))
     train = ref.make_train(config, env)
@@ -323,7 +333,7 @@ def run_jaxmarl(task):
         extra["test_win"] = ([won[:, 0].tolist()] if first_before is not None else []) + [won[:, i].tolist() for i in points]
     if first_before is not None:
         env_steps, tests = [0] + env_steps, [first_before.tolist()] + tests
-    return dict(task=task, side="jaxmarl", module=t["module"], conv=args.jaxmarl_conv if task.startswith("pqn") else None,
+    return dict(task=task, side="jaxmarl" + ("_adam" if args.jaxmarl_adam else ""), module=t["module"], conv=args.jaxmarl_conv if task.startswith("pqn") else None,
                 config={k: v for k, v in config.items() if k != "alg" and not isinstance(v, dict)},
                 seeds=config["NUM_SEEDS"], total_env_steps=U * steps_per_update, num_updates=U,
                 test_envs=config["TEST_NUM_ENVS"], test_steps=config["TEST_NUM_STEPS"],
@@ -391,7 +401,8 @@ def report(paths, figure, out):
                 y = np.asarray(r[metric], float)
                 mu = y.mean(1)
                 label = "jaxagents" if r["side"] == "ours" else "JaxMARL" + (f" ({r['conv']} conv)" if r.get("conv") else "")
-                color = "C1" if r["side"] == "ours" else "C0"
+                label += " (RAdam -> Adam)" if r["side"] == "jaxmarl_adam" else ""
+                color = {"ours": "C1", "jaxmarl": "C0"}.get(r["side"], "C2")
                 ax.plot(x, mu, color=color, label=f"{label}, {r['seeds']} seeds (mean, band: min-max)")
                 ax.fill_between(x, y.min(1), y.max(1), color=color, alpha=0.2)
             ax.set_title(task)
