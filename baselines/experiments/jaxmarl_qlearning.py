@@ -153,8 +153,8 @@ def build_ours(task):
         if task == "pqn_overcooked":  # JaxMARL anneals shaping over half of its 5e6 steps
             overrides.append(f"train.shaped_reward_horizon={args.steps // 2}")
         if "buffer_steps" in t:  # JaxMARL's buffer, or the whole run where that is smaller (the same then)
-            steps_per_update = 16 * 128
-            overrides.append(f"train.buffer_size={min(t['buffer_steps'], args.steps // steps_per_update * steps_per_update)}")
+            run_steps = args.steps // (16 * 128) * (16 * 128)  # whole updates of 16 envs x 128 steps
+            overrides.append(f"train.buffer_size={min(t['buffer_steps'], run_steps)}")
     cfg = runner.load_config(os.path.join(CONFIGS, t["ours"] + ".yaml"), overrides)
     learner = runner.build(cfg)
     tests = {"return": learner}

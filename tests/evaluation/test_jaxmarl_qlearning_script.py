@@ -45,13 +45,12 @@ def test_reward_map_and_win_indicator(jq):
 
 
 def test_report_win_columns(jq, tmp_path):
-    runs = []
-    for side, wins in (("ours", [[0.0, 0.0], [0.5, 0.7], [1.0, 0.8]]), ("jaxmarl", [[0.0, 0.0], [0.2, 0.4], [0.6, 0.4]])):
+    wins_per_side = {"ours": [[0.0, 0.0], [0.5, 0.7], [1.0, 0.8]], "jaxmarl": [[0.0, 0.0], [0.2, 0.4], [0.6, 0.4]]}
+    for side, wins in wins_per_side.items():
         r = dict(task="vdn_smax", side=side, seeds=2, total_env_steps=100, env_steps=[0, 50, 100],
                  test_return=[[0.1, 0.2], [1.2, 1.5], [2.0, 1.7]], test_win=wins, cpu_s=10.0, run_s=20.0,
                  compile_s=1.0, env_steps_per_s=10.0)
         (tmp_path / f"{side}.json").write_text(json.dumps(r))
-        runs.append(r)
     out = tmp_path / "summary.json"
     jq.report([str(tmp_path / "*.json")], None, str(out))
     rows = {row["side"]: row for row in json.loads(out.read_text())["rows"]}
