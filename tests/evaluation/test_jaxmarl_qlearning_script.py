@@ -19,9 +19,9 @@ PATH = os.path.join(os.path.dirname(__file__), "..", "..", "baselines", "experim
 
 @pytest.fixture(scope="module")
 def jq():
+    """The script as a module (its arguments are parsed only under ``__main__``)."""
     spec = importlib.util.spec_from_file_location("jaxmarl_qlearning_script", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
+    sys.modules[spec.name] = mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
