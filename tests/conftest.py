@@ -5,7 +5,11 @@ optimisations off cuts the CPU time of compiling by about a quarter, and the tes
 run small programs, so they lose nothing by it. Benchmarks never run under this flag.
 """
 
+import importlib.util
 import os
+import sys
+
+import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -39,3 +43,22 @@ def pytest_collection_modifyitems(session, config, items):
         return len(_LONG_FIRST)
 
     items.sort(key=rank)  # stable: the order within each file and among the rest is kept
+
+
+# Scripts under baselines/experiments/ are not a package: tests load one by path.
+_EXPERIMENTS = os.path.join(os.path.dirname(__file__), "..", "baselines", "experiments")
+
+
+@pytest.fixture(scope="session")
+def experiment_script():
+    """``experiment_script("estimators")`` -> baselines/experiments/estimators.py as a module
+    named ``estimators_script`` (registered in ``sys.modules``, where dataclasses look their
+    module up; a script parses its arguments only under ``__main__``)."""
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(f"{name}_script", os.path.join(_EXPERIMENTS, f"{name}.py"))
+        sys.modules[spec.name] = mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

@@ -1,25 +1,16 @@
 """baselines/experiments/estimators.py: reading metrics, final values and intervals on a
 tiny synthetic run, and the exact tic-tac-toe self-play measure on the uniform policy."""
 
-import importlib.util
 import json
-import os
-import sys
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-PATH = os.path.join(os.path.dirname(__file__), "..", "..", "baselines", "experiments", "estimators.py")
-
 
 @pytest.fixture(scope="module")
-def est():
-    spec = importlib.util.spec_from_file_location("estimators_script", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+def est(experiment_script):
+    return experiment_script("estimators")
 
 
 def write_run(tmp_path, name, rows):

@@ -2,10 +2,7 @@
 reward scale, the win indicator), the report's win-rate columns, and (slow) a tiny SMAX 3m run
 of our side that checks the win rate against the returns of the same greedy episodes."""
 
-import importlib.util
 import json
-import os
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -14,16 +11,10 @@ import pytest
 
 from jaxagents_environments.games.matrix import MatrixGame
 
-PATH = os.path.join(os.path.dirname(__file__), "..", "..", "baselines", "experiments", "jaxmarl_qlearning.py")
-
 
 @pytest.fixture(scope="module")
-def jq():
-    """The script as a module (its arguments are parsed only under ``__main__``)."""
-    spec = importlib.util.spec_from_file_location("jaxmarl_qlearning_script", PATH)
-    sys.modules[spec.name] = mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def jq(experiment_script):
+    return experiment_script("jaxmarl_qlearning")
 
 
 def test_reward_map_and_win_indicator(jq):

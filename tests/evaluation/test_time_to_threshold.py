@@ -1,23 +1,16 @@
 """baselines/experiments/time_to_threshold.py: the episode-weighted window mean, the
 first env step at the threshold, and the command line on synthetic curves."""
 
-import importlib.util
 import json
 import math
-import os
 
 import numpy as np
 import pytest
 
-PATH = os.path.join(os.path.dirname(__file__), "..", "..", "baselines", "experiments", "time_to_threshold.py")
-
 
 @pytest.fixture(scope="module")
-def ttt():
-    spec = importlib.util.spec_from_file_location("time_to_threshold_script", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def ttt(experiment_script):
+    return experiment_script("time_to_threshold")
 
 
 def test_window_mean_weights_episodes_and_skips_empty_updates(ttt):
