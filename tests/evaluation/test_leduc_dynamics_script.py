@@ -2,10 +2,6 @@
 probabilities, the self-play gradient against finite differences of each player's
 objective, and the tabular dynamics lowering exploitability."""
 
-import importlib.util
-import os
-import sys
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,16 +10,9 @@ import pytest
 from jaxagents.evaluation import exploitability as X
 from jaxagents_environments.games.kuhn import KuhnPoker
 
-PATH = os.path.join(os.path.dirname(__file__), "..", "..", "baselines", "experiments", "leduc_exact_dynamics.py")
-
-
 @pytest.fixture(scope="module")
-def dyn():
-    spec = importlib.util.spec_from_file_location("leduc_exact_dynamics_script", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def dyn(experiment_script):
+    return experiment_script("leduc_exact_dynamics")
 
 
 @pytest.fixture(scope="module")
