@@ -42,15 +42,6 @@ from jaxagents.nn import ActorCritic, NetworkConfig
 from jaxagents_environments.games.leduc import LeducPoker
 
 
-def node_reach(tree: X.GameTree, sigma: jax.Array) -> jax.Array:
-    """``f32[N]``: each node's reach probability under ``sigma`` (chance and both players)."""
-    probs = jnp.where((tree.infostate >= 0)[:, None], sigma[jnp.maximum(tree.infostate, 0)], 0.0)
-    par = jnp.maximum(tree.parent, 0)
-    step = probs[par, jnp.maximum(tree.parent_action, 0)]
-    roots = tree.chance.astype(sigma.dtype)
-    return jax.lax.fori_loop(0, len(tree.levels) - 1, lambda _, r: jnp.where(tree.parent < 0, roots, r[par] * step), roots)
-
-
 def probs_of(tree: X.GameTree, logits: jax.Array) -> jax.Array:
     return jax.nn.softmax(jnp.where(tree.legal, logits, -1e9), -1)
 
@@ -60,7 +51,7 @@ def player_objective(tree: X.GameTree, logits: jax.Array, p: int, tau: float) ->
     sigma = probs_of(tree, logits)
     ent = -jnp.sum(jnp.where(tree.legal, sigma * jnp.log(jnp.maximum(sigma, 1e-30)), 0.0), -1)  # [S]
     own = jnp.where(tree.player == p, ent[jnp.maximum(tree.infostate, 0)], 0.0)
-    return X.policy_value(tree, sigma)[p] + tau * jnp.sum(node_reach(tree, sigma) * own)
+    return X.policy_value(tree, sigma)[p] + tau * jnp.sum(X.node_reach(tree, sigma) * own)
 
 
 def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float) -> jax.Array:
@@ -119,7 +110,7 @@ def fit(tree, target_logits, weight, steps, points, hidden, seed):
     params, logits_fn = make_network(tree, hidden, seed)
     target = probs_of(tree, target_logits)
     w = jnp.ones(tree.num_infostates) if weight == "uniform" else \
-        jax.ops.segment_sum(node_reach(tree, target), jnp.where(tree.infostate >= 0, tree.infostate, tree.num_infostates),
+        jax.ops.segment_sum(X.node_reach(tree, target), jnp.where(tree.infostate >= 0, tree.infostate, tree.num_infostates),
                             tree.num_infostates + 1)[:-1]
     opt = optax.adam(1e-3)
 

@@ -22,7 +22,7 @@ def tree():
 
 def test_reach_sums_to_one_over_terminals(dyn, tree):
     logits = jax.random.normal(jax.random.key(0), tree.legal.shape)
-    reach = np.asarray(dyn.node_reach(tree, dyn.probs_of(tree, logits)))
+    reach = np.asarray(X.node_reach(tree, dyn.probs_of(tree, logits)))
     terminal = np.asarray(tree.player) < 0
     assert reach.sum(where=terminal) == pytest.approx(1.0, abs=1e-5)
     assert np.all(reach >= 0)
