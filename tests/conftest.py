@@ -13,8 +13,9 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+_TEST_FLAG = "--xla_backend_optimization_level=0"
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _TEST_FLAG).strip()
 
 
 # Property tests draw the same examples on every run (CI must not go red by chance);
@@ -62,3 +63,12 @@ def experiment_script():
         return mod
 
     return load
+
+
+@pytest.fixture(scope="session")
+def user_env():
+    """``os.environ`` without the suite's compile flag: for a subprocess that runs a long
+    program as a user would (the README's default run trains for about a minute with
+    XLA's optimisations, over three minutes without them)."""
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if f != _TEST_FLAG)
+    return {**os.environ, "XLA_FLAGS": flags}

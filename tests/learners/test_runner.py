@@ -195,12 +195,12 @@ def test_only_process_0_writes_logs(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
-def test_default_run_shows_learning(tmp_path):
+def test_default_run_shows_learning(tmp_path, user_env):
     """The README's first command: the embedded default learns (uniform play's
     exploitability 0.458 -> <= 0.05) and says so."""
     d = tmp_path / "default"
     r = subprocess.run([sys.executable, "-m", "jaxagents.cli", "train", "log.progress=false", "--run-dir", str(d)],
-                       capture_output=True, text=True, timeout=900)
+                       capture_output=True, text=True, timeout=900, env=user_env)
     assert r.returncode == 0, r.stderr
     res = json.loads((d / "results.json").read_text())
     assert abs(res["start"]["eval/exploitability"] - 0.458) < 0.01
