@@ -13,6 +13,11 @@ This script follows that gradient exactly, three ways:
 * ``network``: the learner's actor (``jaxagents.nn.ActorCritic``, MLP ``--hidden``, tanh) on
   every information state's observation, the table's gradient pulled back through the
   network (``jax.vjp``), plain gradient ascent on the parameters;
+* ``--average own`` / ``visit`` (tabular, network): next to each iterate, the exploitability
+  of the running average of the iterates' policies, per information state weighted by its
+  owner's own reach (the sequence-form average of CFR and fictitious play) or by its full
+  reach (how often sampled play visits it: what a network fitted to the sampled actions
+  averages); ``--schedule linear`` weights iterate ``t`` by ``t``;
 * ``fit``: first ``tabular`` for ``--iters`` steps, then the network fitted to that fixed
   point by Adam on cross-entropy over all information states (``--fit-weight uniform`` or
   ``reach``): can the network *represent* a low-exploitability policy?
@@ -22,6 +27,7 @@ and written as JSON (``--out``); ``--plot`` draws every JSON given to it.
 
     python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 4000 --out t.json
     python baselines/experiments/leduc_exact_dynamics.py network --tau 0.3 --lr 0.05 --iters 2000 --out n.json
+    python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.05 --lr 3 --iters 5000 --average own
     python baselines/experiments/leduc_exact_dynamics.py fit --tau 0.3 --lr 10 --iters 1500 --out f.json
     python baselines/experiments/leduc_exact_dynamics.py plot t.json n.json f.json --fig FIG.png
 """
@@ -46,33 +52,87 @@ def probs_of(tree: X.GameTree, logits: jax.Array) -> jax.Array:
     return jax.nn.softmax(jnp.where(tree.legal, logits, -1e9), -1)
 
 
-def player_objective(tree: X.GameTree, logits: jax.Array, p: int, tau: float) -> jax.Array:
-    """``v_p + tau * sum over p's nodes of P(n) H(pi(I_n))`` (the expected sampled loss, negated)."""
-    sigma = probs_of(tree, logits)
+def objective(tree: X.GameTree, sigma: jax.Array, p: int, tau: float) -> jax.Array:
+    """``v_p + tau * sum over p's nodes of P(n) H(pi(I_n))`` of the policy table ``sigma``."""
     ent = -jnp.sum(jnp.where(tree.legal, sigma * jnp.log(jnp.maximum(sigma, 1e-30)), 0.0), -1)  # [S]
     own = jnp.where(tree.player == p, ent[jnp.maximum(tree.infostate, 0)], 0.0)
     return X.policy_value(tree, sigma)[p] + tau * jnp.sum(X.node_reach(tree, sigma) * own)
 
 
-def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float) -> jax.Array:
+def player_objective(tree: X.GameTree, logits: jax.Array, p: int, tau: float) -> jax.Array:
+    """``objective`` of the softmax of ``logits`` (the expected sampled loss, negated)."""
+    return objective(tree, probs_of(tree, logits), p, tau)
+
+
+def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float, neurd: bool = False) -> jax.Array:
     """``f32[S, A]``: each information state's row is the gradient of its owner's objective
-    (the other player's policy held fixed): simultaneous self-play gradient ascent."""
+    (the other player's policy held fixed): simultaneous self-play gradient ascent.
+    ``neurd``: the gradient with respect to the probabilities instead of the logits (the
+    softmax's Jacobian skipped, as neural replicator dynamics): per information state, the
+    owner's reach times its counterfactual action values (up to a shift that the softmax
+    ignores), a multiplicative-weights step -- a no-regret update."""
+    if neurd:
+        sigma = probs_of(tree, logits)
+        grad = lambda p: jax.grad(objective, 1)(tree, sigma, p, tau)
+    else:
+        grad = lambda p: jax.grad(player_objective, 1)(tree, logits, p, tau)
     g = jnp.zeros_like(logits)
     for p in (0, 1):
-        g = g + jnp.where((tree.infostate_player == p)[:, None], jax.grad(player_objective, 1)(tree, logits, p, tau), 0.0)
-    return g
+        g = g + jnp.where((tree.infostate_player == p)[:, None], grad(p), 0.0)
+    return jnp.where(tree.legal, g, 0.0)
 
 
-def tabular(tree, tau, lr, iters, points):
-    """Gradient ascent on a logits table; returns ``(curve, final logits)``."""
-    step = jax.jit(lambda th: th + lr * selfplay_gradient(tree, th, tau))
-    theta, curve = jnp.zeros(tree.legal.shape, jnp.float32), []
+def infostate_weight(tree: X.GameTree, sigma: jax.Array, weight: str) -> jax.Array:
+    """``f32[S]``: how much an iterate ``sigma`` counts at each information state in a
+    policy average. ``own``: the owner's own reach probability (the sequence-form average
+    that CFR and fictitious play keep), up to a per-state constant that cancels in the
+    average: the reach with the *other* player uniform. ``visit``: the state's full reach
+    (chance, both players), i.e. how often sampled self-play visits it -- what a network
+    fitted to the iterates' sampled actions averages."""
+    owner = tree.infostate_player[:, None]
+    if weight == "own":
+        uniform = X.uniform_policy(tree)
+        reach = jnp.stack([X.node_reach(tree, jnp.where(owner == p, sigma, uniform)) for p in (0, 1)], -1)  # [N, 2]
+        reach = jnp.take_along_axis(reach, jnp.maximum(tree.player, 0)[:, None], 1)[:, 0]
+    else:
+        reach = X.node_reach(tree, sigma)
+    seg = jnp.where(tree.infostate >= 0, tree.infostate, tree.num_infostates)  # terminals: a dump segment
+    return jax.ops.segment_sum(reach, seg, tree.num_infostates + 1)[:-1]
+
+
+def follow(tree, step, policy_of, init, iters, points, average=None, schedule="uniform"):
+    """Run ``iters`` steps ``x <- step(x)`` from ``init``; ``policy_of(x)`` is the iterate's
+    ``f32[S, A]`` policy. Returns ``[(step, exploitability)]`` at ``points`` evenly spaced
+    steps; with ``average`` (``own`` or ``visit``, ``infostate_weight``) also the running
+    reach-weighted average of the iterates' policies, ``[(step, exploitability of the
+    iterate, exploitability of the average)]``; ``schedule``: iterate ``t`` (from 1) counts
+    ``1`` (``uniform``) or ``t`` (``linear``, as linear CFR)."""
+
+    @jax.jit
+    def advance(x, num, den, t):
+        if average is not None:
+            sigma = policy_of(x)
+            w = infostate_weight(tree, sigma, average) * (t if schedule == "linear" else 1.0)
+            num, den = num + w[:, None] * sigma, den + w
+        return step(x), num, den
+
+    x, num, den, curve = init, jnp.zeros(tree.legal.shape), jnp.zeros(tree.num_infostates), []
     for i in range(iters + 1):
         if i % max(iters // points, 1) == 0:
-            curve.append((i, float(X.exploitability(tree, probs_of(tree, theta)))))
+            row = (i, float(X.exploitability(tree, policy_of(x))))
+            if average is not None:  # rows with no weight yet: normalize_policy makes them uniform
+                row += (float(X.exploitability(tree, num / jnp.maximum(den, 1e-30)[:, None])),)
+            curve.append(row)
         if i < iters:
-            theta = step(theta)
-    return curve, theta
+            x, num, den = advance(x, num, den, jnp.float32(i + 1))
+    return curve, x
+
+
+def tabular(tree, tau, lr, iters, points, average=None, schedule="uniform", neurd=False):
+    """Gradient ascent on a logits table; returns ``(curve, final logits)`` (``follow``)."""
+    step = lambda th: th + lr * selfplay_gradient(tree, th, tau, neurd)
+    return follow(tree, step, lambda th: probs_of(tree, th), jnp.zeros(tree.legal.shape, jnp.float32), iters,
+                  points, average, schedule)
 
 
 def make_network(tree, hidden, seed, onehot=False):
@@ -87,22 +147,16 @@ def make_network(tree, hidden, seed, onehot=False):
     return params, lambda q: net.apply(q, (None, None), obs, reset, method=net.actor_only)[1][0]
 
 
-def network(tree, tau, lr, iters, points, hidden, seed, onehot=False):
+def network(tree, tau, lr, iters, points, hidden, seed, onehot=False, average=None, schedule="uniform", neurd=False):
+    """Gradient ascent on the actor's parameters; returns the curve (``follow``)."""
     params, logits_fn = make_network(tree, hidden, seed, onehot)
 
-    @jax.jit
     def step(q):
         logits, pull_back = jax.vjp(logits_fn, q)
-        (g,) = pull_back(selfplay_gradient(tree, logits, tau))
+        (g,) = pull_back(selfplay_gradient(tree, logits, tau, neurd))
         return jax.tree.map(lambda a, b: a + lr * b, q, g)
 
-    curve = []
-    for i in range(iters + 1):
-        if i % max(iters // points, 1) == 0:
-            curve.append((i, float(X.exploitability(tree, probs_of(tree, logits_fn(params))))))
-        if i < iters:
-            params = step(params)
-    return curve
+    return follow(tree, step, lambda q: probs_of(tree, logits_fn(q)), params, iters, points, average, schedule)[0]
 
 
 def fit(tree, target_logits, weight, steps, points, hidden, seed):
@@ -140,8 +194,10 @@ def plot(files, fig):
     _, ax = plt.subplots(figsize=(7, 4.2))
     for f in files:
         r = json.load(open(f))
-        x, y = zip(*r["curve"])
-        ax.plot(x, y, label=r["label"], ls="--" if r["mode"] == "fit" else "-")
+        x, y, *avg = zip(*r["curve"])
+        line, = ax.plot(x, y, label=r["label"], ls="--" if r["mode"] == "fit" else "-")
+        if avg:
+            ax.plot(x, avg[0], color=line.get_color(), ls=":", label=f"{r['label']}: {r['args']['average']}-reach average")
     ax.set_yscale("log")
     ax.set_xlabel("exact gradient steps (fit: Adam steps)")
     ax.set_ylabel("exact exploitability")
@@ -163,6 +219,10 @@ def main():
     p.add_argument("--hidden", default="128,128")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--onehot", action="store_true", help="network: one-hot information-state ids as input")
+    p.add_argument("--average", choices=("own", "visit"), default=None,
+                   help="tabular/network: also the reach-weighted average of the iterates' policies")
+    p.add_argument("--neurd", action="store_true", help="tabular/network: the probability gradient (no softmax Jacobian)")
+    p.add_argument("--schedule", choices=("uniform", "linear"), default="uniform", help="the average's iterate weights")
     p.add_argument("--fit-steps", type=int, default=4000)
     p.add_argument("--fit-weight", choices=("uniform", "reach"), default="reach")
     p.add_argument("--out", default=None)
@@ -174,18 +234,20 @@ def main():
         return plot(a.files, a.fig)
     tree, hidden, t0 = LeducPoker().game_tree(), [int(h) for h in a.hidden.split(",")], time.time()
     if a.mode == "tabular":
-        curve, _ = tabular(tree, a.tau, a.lr, a.iters, a.points)
-        label = f"tabular, tau {a.tau}, lr {a.lr}"
+        curve, _ = tabular(tree, a.tau, a.lr, a.iters, a.points, a.average, a.schedule, a.neurd)
+        label = f"tabular{' NeuRD' if a.neurd else ''}, tau {a.tau}, lr {a.lr}"
     elif a.mode == "network":
-        curve = network(tree, a.tau, a.lr, a.iters, a.points, hidden, a.seed, a.onehot)
-        label = f"MLP {a.hidden}{' on one-hot ids' if a.onehot else ''}, tau {a.tau}, lr {a.lr}"
+        curve = network(tree, a.tau, a.lr, a.iters, a.points, hidden, a.seed, a.onehot, a.average, a.schedule, a.neurd)
+        label = f"MLP {a.hidden}{' on one-hot ids' if a.onehot else ''}{' NeuRD' if a.neurd else ''}, tau {a.tau}, lr {a.lr}"
     else:
         tab, theta = tabular(tree, a.tau, a.lr, a.iters, a.points)
         print(f"tabular fixed point after {a.iters} steps: {tab[-1][1]:.4f}")
         curve = fit(tree, theta, a.fit_weight, a.fit_steps, a.points, hidden, a.seed)
         label = f"MLP {a.hidden} fitted to the tabular tau {a.tau} point ({a.fit_weight} weights)"
-    for i, e in curve:
-        print(f"{i:6d} {e:.4f}")
+    if a.average:
+        print(f"  step  iterate  average ({a.average} reach, {a.schedule} weights)")
+    for row in curve:
+        print(f"{row[0]:6d} " + "  ".join(f"{e:.4f}" for e in row[1:]))
     print(f"{time.time() - t0:.0f} s")
     if a.out:
         json.dump({"mode": a.mode, "label": label, "args": vars(a), "curve": curve}, open(a.out, "w"))
