@@ -28,6 +28,12 @@ last iterate keeps moving by the gradient noise, and exploitability -- a maximum
 best responses -- is steep there; the average moves far less (Kuhn: see
 docs/results_selfplay.md).
 
+A distilled average policy (``average_policy``: an ``AveragePolicyConfig``,
+``jaxagents.learners.average_policy``): a second network of the same architecture,
+trained after every update by cross-entropy on the actions the learner's own seats took
+in the rollout -- the reach-weighted average of the iterates' policies that NFSP's
+average network keeps -- and evaluated exactly under ``eval/distilled/...``.
+
 Evaluation during training (every ``eval_every`` updates, NaN in between) knows no
 game; it uses the environment's capabilities (``jaxagents.core.env``), which
 wrappers forward:
@@ -62,10 +68,12 @@ from flax import struct
 
 from jaxagents.core.validate import check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
+from jaxagents.learners import average_policy as avg_lib
 from jaxagents.learners import league as league_lib
 from jaxagents.learners import ppo
 from jaxagents.learners.agents import Agents
 from jaxagents.learners.interface import Fitness, Learner
+from jaxagents.learners.average_policy import AveragePolicyConfig
 from jaxagents.learners.league import LeagueConfig
 
 ROLE = "agents"
@@ -76,8 +84,9 @@ class SelfPlayConfig:
     """Self-play settings: ``ppo`` (with ``advantage="rae"``, ``normalize="none"``
     by default) plus the opponent pool, the league (None: the pool's snapshots are
     drawn uniformly with probability ``pool_prob``; a ``LeagueConfig`` or a mapping
-    of its fields: PFSP over the pool, ``pool_prob`` unused) and the evaluation
-    schedule."""
+    of its fields: PFSP over the pool, ``pool_prob`` unused), the parameter average
+    (``average_decay``), the distilled average policy (``average_policy``: None, an
+    ``AveragePolicyConfig`` or a mapping of its fields) and the evaluation schedule."""
 
     ppo: ppo.PPOConfig = ppo.PPOConfig(advantage="rae", normalize="none")
     pool_size: int = 0
@@ -88,6 +97,7 @@ class SelfPlayConfig:
     eval_steps: int = 32
     average_decay: float = 0.0
     league: LeagueConfig | None = None
+    average_policy: AveragePolicyConfig | None = None
 
     def __post_init__(self):
         if isinstance(self.ppo, dict):
@@ -107,6 +117,17 @@ class SelfPlayConfig:
                 object.__setattr__(self, "league", LeagueConfig(**self.league))
             except TypeError as e:  # an unknown key (the runner's config check names it first)
                 raise ValueError(f"league: {e}") from None
+        if isinstance(self.average_policy, dict):
+            try:
+                object.__setattr__(self, "average_policy", AveragePolicyConfig(**self.average_policy))
+            except TypeError as e:
+                raise ValueError(f"average_policy: {e}") from None
+        if self.average_policy is not None:
+            if not isinstance(self.average_policy, AveragePolicyConfig):
+                raise ValueError("average_policy must be an AveragePolicyConfig, a mapping of its fields or None, "
+                                 f"got {type(self.average_policy).__name__}")
+            if self.ppo.network.recurrent:
+                raise ValueError("average_policy needs a feed-forward network (network.recurrent=False)")
         if self.league is not None:
             if not isinstance(self.league, LeagueConfig):
                 raise ValueError(f"league must be a LeagueConfig, a mapping of its fields or None, got {type(self.league).__name__}")
@@ -139,12 +160,14 @@ class Pool:
 @struct.dataclass
 class SelfPlayExtra:
     """Self-play's part of ``TrainState.extra``: the opponent ``pool`` (``Pool`` or
-    None), the parameter ``average`` (a params tree, or None) and the league's payoff
-    table (``league.LeagueState``, or None without a league)."""
+    None), the parameter ``average`` (a params tree, or None), the league's payoff
+    table (``league.LeagueState``, or None without a league) and the ``distilled``
+    average policy (``average_policy.AveragePolicy``, or None)."""
 
     pool: Pool | None = None
     average: dict | None = None
     league: league_lib.LeagueState | None = None
+    distilled: avg_lib.AveragePolicy | None = None
 
 
 def merge(env):
@@ -229,6 +252,11 @@ def make_evaluate(agents, merged, env_params, opponents: dict, exact, num_envs: 
 # --------------------------------------------------------------------------- train
 
 
+def _params(distilled: avg_lib.AveragePolicy | None):
+    return None if distilled is None else distilled.params
+
+
+
 def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, data_axis: str | None = None,
                data_shards: int = 1) -> Learner:
     """The self-play ``Learner`` on ``env`` (any environment whose roles have vector or
@@ -248,10 +276,12 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
     exact = merged.exact_evaluation(env_params)
     evaluate = make_evaluate(agents, merged, env_params, scripted_opponents(merged), exact, cfg.eval_envs, cfg.eval_steps)
 
-    def evaluate_all(params, average, key):
+    def evaluate_all(params, average, distilled, key):
         metrics = evaluate(params, key)
         if average is not None:
             metrics.update(evaluate.exact(average, "eval/average/"))
+        if distilled is not None:
+            metrics.update(evaluate.exact(distilled, "eval/distilled/"))
         return metrics
 
     E = cfg.ppo.num_envs
@@ -265,11 +295,13 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
             stacked = jax.tree.map(lambda x: jnp.broadcast_to(x, (cfg.pool_size, *x.shape)), params[ROLE])
             pool = Pool(stacked, jnp.ones((), jnp.int32), jnp.ones((), jnp.int32) % cfg.pool_size)
         table = league_lib.init_state(key, cfg.pool_size) if tracked else None
-        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None, table)
+        distilled = avg_lib.init(cfg.average_policy, params[ROLE]) if cfg.average_policy else None
+        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None, table, distilled)
 
     p0 = jax.eval_shape(lambda k: agents.init(k)[ROLE], jax.random.key(0))
     eval_shape = jax.eval_shape(
-        lambda k, avg: evaluate_all(agents.init(k)[ROLE], avg, k), jax.random.key(0), p0 if cfg.average_decay else None
+        lambda k, avg, dist: evaluate_all(agents.init(k)[ROLE], avg, dist, k), jax.random.key(0),
+        p0 if cfg.average_decay else None, p0 if cfg.average_policy else None,
     )
 
     def draws(state, key, update, env_ids):
@@ -298,13 +330,17 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
 
     def after_update(state, traj):
         extra: SelfPlayExtra = state.extra
-        league_metrics = {}
+        update_metrics = {}
         if tracked:
             table, games = record_games(state, traj)
             extra = extra.replace(league=table)
         if cfg.average_decay:
             d = cfg.average_decay
             extra = extra.replace(average=jax.tree.map(lambda a, p: d * a + (1.0 - d) * p, extra.average, state.params[ROLE]))
+        if cfg.average_policy:
+            distilled, update_metrics["average_policy/loss"] = avg_lib.fit(
+                cfg.average_policy, agents, ROLE, extra.distilled, traj[ROLE], data_axis)
+            extra = extra.replace(distilled=distilled)
         if cfg.pool_size:
             pool: Pool = extra.pool
             push = state.update % cfg.pool_every == 0
@@ -320,20 +356,22 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
             )
             extra = extra.replace(pool=pool)
             if tracked:
-                league_metrics = league_lib.metrics(extra.league, pool.count, games, mix.weighting)
+                update_metrics.update(league_lib.metrics(extra.league, pool.count, games, mix.weighting))
         state = state.replace(extra=extra)
         due = (state.update % cfg.eval_every == 0) | (state.update == cfg.num_updates)
         k_eval = jax.random.fold_in(state.key, 7)
         metrics = jax.lax.cond(
             due,
-            lambda: evaluate_all(state.params[ROLE], extra.average, k_eval),
+            lambda: evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), k_eval),
             lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), eval_shape),
         )
-        return state, {**league_metrics, **metrics}
+        return state, {**update_metrics, **metrics}
 
     def evaluate_state(state, key):
         extra: SelfPlayExtra | None = state.extra
-        return evaluate_all(state.params[ROLE], None if extra is None else extra.average, key)
+        if extra is None:
+            return evaluate_all(state.params[ROLE], None, None, key)
+        return evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), key)
 
     if "eval/exploitability" in eval_shape:
         fitness = Fitness(("eval/exploitability",), sign=-1.0)

@@ -1,5 +1,6 @@
 """Self-play: exploitability falls on Kuhn poker; the opponent pool fills as a
-ring buffer and restricts training to the learner's seats; scripted evaluations."""
+ring buffer and restricts training to the learner's seats; the parameter average and
+the distilled average policy; scripted evaluations."""
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +18,7 @@ def kuhn_run():
     cfg = SelfPlayConfig(
         ppo=dict(num_envs=128, num_steps=16, total_timesteps=128 * 16 * 30, update_epochs=2, num_minibatches=2, lr=3e-3, ent_coef=0.02),
         eval_every=10, eval_envs=64, eval_steps=8, pool_size=3, pool_every=10, pool_prob=0.25, average_decay=0.9,
+        average_policy=dict(lr=3e-3, epochs=2),  # draws nothing: the other tests' numbers are unchanged by it
     )
     train = make_train(cfg, env)
     # train(key) is init + num_updates updates; run the updates one by one (one compile
@@ -63,6 +65,59 @@ def test_parameter_average_is_an_ema_and_evaluated(kuhn_run):
     assert np.all(avg[~np.isnan(avg)] > 0) and not np.allclose(avg[9::10], cur[9::10])
 
 
+def test_distilled_policy_is_trained_evaluated_and_resumes(kuhn_run, tmp_path):
+    from jaxagents.checkpoint import Checkpointer
+
+    train, new, metrics, before = kuhn_run
+    dist = np.asarray(metrics["eval/distilled/exploitability"])
+    np.testing.assert_array_equal(np.isnan(dist), np.isnan(np.asarray(metrics["eval/exploitability"])))
+    assert np.all((dist[9::10] > 0) & (dist[9::10] < 0.4583))  # below uniform play's
+    loss = np.asarray(metrics["average_policy/loss"])
+    assert np.all(np.isfinite(loss)) and np.all(loss > 0)
+    moved = jax.tree.map(lambda a, b: not np.allclose(a, b), new.extra.distilled.params, before.extra.distilled.params)
+    assert any(jax.tree.leaves(moved))
+    # a checkpoint of the state before the last update resumes to the same last update, bit for bit
+    ckpt = Checkpointer(str(tmp_path / "ckpt"))
+    ckpt.save(29, before, {"x": 1})
+    restored, _, _ = ckpt.restore_newest(new)
+    ckpt.close()
+    host = lambda x: jax.random.wrap_key_data(np.asarray(jax.random.key_data(x)), impl=jax.random.key_impl(x)) \
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else np.asarray(x)  # noqa: E731 (reuses the compiled update)
+    again, _ = jax.jit(train.update)(jax.tree.map(host, restored))
+    jax.tree.map(np.testing.assert_array_equal, again.extra.distilled, new.extra.distilled)
+
+
+def test_distilled_policy_fits_the_learners_own_action_frequencies():
+    """Fitted to a rollout where, at one observation, the learner's own moves are action 0
+    80% of the time, the distilled policy plays action 0 with probability 0.8: samples of
+    seats that did not move (``active``) or were not the learner (``learner``) -- all
+    action 1 here -- carry no weight."""
+    from jaxagents.learners import average_policy as AP
+    from jaxagents.learners.agents import Agents
+    from jaxagents.learners.rollout import Transition
+    from jaxagents.learners.selfplay import merge
+    from jaxagents.nn import NetworkConfig
+
+    merged = merge(jaxagents.make("kuhn_poker"))
+    agents = Agents(merged, NetworkConfig(hidden=(16,)))
+    space = merged.roles[ROLE]
+    T, E, n = 10, 10, space.num_agents  # 100 samples per slot; slot 0 the learner's moves
+    obs = jnp.broadcast_to(jax.random.uniform(jax.random.key(0), space.observation_space.shape), (T, E, n, *space.observation_space.shape))
+    own = (jnp.arange(T * E).reshape(T, E) < 80).astype(jnp.int32)  # 80 of 100 learner moves: action 0
+    action = jnp.stack([1 - own] + [jnp.ones((T, E), jnp.int32)] * (n - 1), -1)
+    active = jnp.zeros((T, E, n), bool).at[..., 0].set(True).at[:5, :, 1].set(True)  # some moves of seat 1...
+    learner = jnp.ones((T, E, n), bool).at[..., 1].set(False)  # ...by an opponent snapshot
+    zeros = jnp.zeros((T, E, n))
+    tr = Transition(obs, None, action, zeros, zeros, jnp.ones((T, E, n, space.action_space.n), bool), zeros.astype(bool),
+                    zeros, zeros.astype(bool), zeros.astype(bool), active, learner, zeros, zeros, None)
+    cfg = AP.AveragePolicyConfig(lr=3e-2, epochs=200)
+    avg, loss = jax.jit(lambda a: AP.fit(cfg, agents, ROLE, a, tr))(AP.init(cfg, agents.init(jax.random.key(1))[ROLE]))
+    probs = jax.nn.softmax(agents.logits_fn(avg.params, ROLE)(obs[0, :1, 0]))[0]
+    np.testing.assert_allclose(probs[:2], [0.8, 0.2], atol=0.02)
+    entropy = -(0.8 * np.log(0.8) + 0.2 * np.log(0.2))  # the cross-entropy's minimum
+    assert float(loss) == pytest.approx(entropy, abs=0.02)
+
+
 def test_average_decay_is_validated():
     with pytest.raises(ValueError, match="average_decay"):
         SelfPlayConfig(average_decay=1.0)
@@ -90,6 +145,15 @@ def test_tic_tac_toe_minimax_evaluator():
         assert abs(float(m[f"eval/minimax/exact/loss/seat{seat}"]) - float(m[f"eval/minimax/loss/seat{seat}"])) < 0.05
         assert float(m[f"eval/minimax/exact/win/seat{seat}"]) == 0.0
         assert 0.0 <= float(m[f"eval/minimax/greedy/loss/seat{seat}"]) <= 1.0
+
+
+def test_average_policy_config_errors():
+    with pytest.raises(ValueError, match="average_policy.lr"):
+        SelfPlayConfig(average_policy=dict(lr=0.0))
+    with pytest.raises(ValueError, match="average_policy: .*epoch"):
+        SelfPlayConfig(average_policy=dict(epoch=2))
+    with pytest.raises(ValueError, match="feed-forward"):
+        SelfPlayConfig(ppo=dict(network=dict(recurrent=True)), average_policy=dict())
 
 
 def test_config_errors():
