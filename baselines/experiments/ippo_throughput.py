@@ -16,7 +16,14 @@ called alternately (ours/theirs, small/large) REPS times. The time of one update
 (large - small) / U, which cancels the one-off initialisation. Wall-clock and process
 CPU time are both reported (CPU time is far less sensitive to other load).
 
-    python baselines/experiments/ippo_throughput.py --jaxmarl-ref DIR [--updates 20] [--reps 5]
+    python baselines/experiments/ippo_throughput.py --jaxmarl-ref DIR [--updates 20] [--reps 5] [--vmap] [--split-epochs]
+
+``--vmap``: both programs under ``jax.vmap`` over one seed, as JaxMARL's ``main`` runs
+its ``make_train`` (``NUM_SEEDS = 1``) and as ``Population`` runs one member: XLA
+compiles the one-seed batch differently (faster for both, by unequal amounts).
+``--split-epochs``: also builds the programs with one PPO epoch instead of four and
+reports one epoch's cost, ``(t(4) - t(1)) / 3``, and the rest of an update (rollout,
+advantages, the minibatch shuffle's set-up), ``t(1) - epoch``.
 
 DIR holds the adapted ``ippo_ff_overcooked.py``. Prints JSON: env-steps/s (best and
 median over reps) for both and ours/theirs ratios.
@@ -37,37 +44,57 @@ p.add_argument("--updates", type=int, default=20, help="U: extra updates of the 
 p.add_argument("--base-updates", type=int, default=2, help="U0: updates of the small program")
 p.add_argument("--reps", type=int, default=5)
 p.add_argument("--which", default="ours,jaxmarl")
+p.add_argument("--vmap", action="store_true", help="each program under jax.vmap over one seed (JaxMARL's main, NUM_SEEDS=1)")
+p.add_argument("--split-epochs", action="store_true", help="also time 1-epoch programs: one epoch's cost and the rest")
 args = p.parse_args()
 sys.path.insert(0, args.jaxmarl_ref)
 STEPS = 16 * 128  # env steps per update (NUM_ENVS x NUM_STEPS)
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "ippo_overcooked_cramped_room.yaml")
 
 
-def build_ours(u):
+EPOCHS = 4  # both recipes' update epochs
+
+
+def compiled(train, key):
+    if args.vmap:  # one seed, batched as JaxMARL's main and Population do
+        train, key = jax.vmap(train), key[None]
+    return jax.jit(train).lower(key).compile(), key
+
+
+def build_ours(u, epochs=EPOCHS):
     from jaxagents import runner
 
-    train = runner.build(runner.load_config(CONFIG, [f"train.total_timesteps={u * STEPS}"]))
+    train = runner.build(runner.load_config(CONFIG, [f"train.total_timesteps={u * STEPS}", f"train.update_epochs={epochs}"]))
     assert train.num_updates == u
-    return jax.jit(train).lower(jax.random.key(0)).compile(), jax.random.key(1)
+    return compiled(train.train, jax.random.key(1))
 
 
-def build_jaxmarl(u):
+def build_jaxmarl(u, epochs=EPOCHS):
+    if args.vmap:  # flax's orthogonal init is a LAPACK QR, batched under vmap: the same init computed in XLA
+        import flax.linen.initializers as inits
+
+        from jaxagents.nn.init import orthogonal
+
+        inits.orthogonal = lambda scale=1.0, *a, **k: orthogonal(scale)
     import ippo_ff_overcooked as ref
 
-    config = ref.make_config("cramped_room", TOTAL_TIMESTEPS=u * STEPS)
+    config = ref.make_config("cramped_room", TOTAL_TIMESTEPS=u * STEPS, UPDATE_EPOCHS=epochs)
     train = ref.make_train(config)
     assert config["NUM_UPDATES"] == u
-    return jax.jit(train).lower(jax.random.PRNGKey(0)).compile(), jax.random.PRNGKey(1)
+    return compiled(train, jax.random.PRNGKey(1))
 
 
 which, U0, U = args.which.split(","), args.base_updates, args.updates
+epoch_counts = (EPOCHS, 1) if args.split_epochs else (EPOCHS,)
 fns = {}
 for name in which:
-    for u in (U0, U0 + U):
-        t = time.perf_counter()
-        fns[name, u] = {"ours": build_ours, "jaxmarl": build_jaxmarl}[name](u)
-        jax.block_until_ready(fns[name, u][0](fns[name, u][1]))  # warm-up
-        print(f"{name} U={u}: compile + warm-up {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
+    for e in epoch_counts:
+        for u in (U0, U0 + U):
+            t = time.perf_counter()
+            key = (name, u) if e == EPOCHS else (f"{name}_1epoch", u)
+            fns[key] = {"ours": build_ours, "jaxmarl": build_jaxmarl}[name](u, e)
+            jax.block_until_ready(fns[key][0](fns[key][1]))  # warm-up
+            print(f"{key[0]} U={u}: compile + warm-up {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
 times = {k: [] for k in fns}
 loads = []
 for r in range(args.reps):
@@ -77,8 +104,8 @@ for r in range(args.reps):
         times[k].append((time.perf_counter() - t, time.process_time() - c))
     loads.append(os.getloadavg()[0])
     print(f"rep {r}: " + " ".join(f"{k[0]}/{k[1]} {v[-1][0]:.2f}s" for k, v in times.items()) + f" load {loads[-1]:.1f}", file=sys.stderr, flush=True)
-res = {"updates": U, "base_updates": U0, "reps": args.reps, "load_1min_per_rep": loads, "cpus": os.cpu_count()}
-for name in which:
+res = {"updates": U, "base_updates": U0, "reps": args.reps, "load_1min_per_rep": loads, "cpus": os.cpu_count(), "vmap": args.vmap}
+for name in sorted({k[0] for k in fns}):
     small, big = np.array(times[name, U0]), np.array(times[name, U0 + U])
     for i, kind in enumerate(("wall", "cpu")):
         best = (big[:, i].min() - small[:, i].min()) / U
@@ -90,4 +117,12 @@ if len(which) == 2:
         for stat in ("best", "median"):
             a, b = res[f"ours_{kind}"], res[f"jaxmarl_{kind}"]
             res[f"ratio_{kind}_{stat}"] = a[f"env_steps_per_s_{stat}"] / b[f"env_steps_per_s_{stat}"]
+if args.split_epochs:
+    for name in which:
+        for i, kind in enumerate(("wall", "cpu")):
+            for stat in ("best", "median"):
+                full, one = res[f"{name}_{kind}"][f"ms_per_update_{stat}"], res[f"{name}_1epoch_{kind}"][f"ms_per_update_{stat}"]
+                epoch = (full - one) / (EPOCHS - 1)
+                res[f"{name}_{kind}"][f"ms_per_epoch_{stat}"] = epoch
+                res[f"{name}_{kind}"][f"ms_rest_{stat}"] = one - epoch
 print(json.dumps(res, indent=1))
