@@ -257,11 +257,20 @@ def ppo_epochs(
             metrics.update({f"{k}/{role}": v for k, v in m.items()})
         return total, metrics
 
+    # Observations travel through the shuffle flattened to one feature axis and get their
+    # shape back inside the step (a free reshape there): XLA's CPU gather copies along
+    # the minor dimension of its output, and an image-like observation's minor dimension
+    # (Overcooked's 26 channels of a [4, 5, 26] grid) is far shorter than its row (520).
+    # Gathering [..., 4, 5, 26] rows cost ~3% of a 16-member IPPO update.
+    obs_shapes = {role: b.obs.shape[3:] for role, b in batches.items()}
+    flat = {role: b.replace(obs=b.obs.reshape(*b.obs.shape[:3], -1)) for role, b in batches.items()}
+
     def minibatch_step(carry, mb):
         p, s = carry
         mb, hmb = mb
         if not recurrent:  # [B/M, ...] -> [T=1, B/M, n=1, ...]
             mb = jax.tree.map(lambda x: x[None, :, None], mb)
+        mb = {role: b.replace(obs=b.obs.reshape(*b.obs.shape[:3], *obs_shapes[role])) for role, b in mb.items()}
         grads, metrics = jax.grad(loss_fn, has_aux=True)(p, mb, hmb)
         if axis_name is not None:  # the devices' shares -> the full batch's gradient and metrics
             grads, metrics = jax.lax.psum((grads, metrics), axis_name)
@@ -276,7 +285,7 @@ def ppo_epochs(
         ks = jax.random.split(k, len(agents.roles))
         mbs, hs = {}, {}
         for kr, role in zip(ks, agents.roles):
-            mbs[role], hs[role] = minibatches(batches[role], h0[role], kr, num_minibatches, recurrent)
+            mbs[role], hs[role] = minibatches(flat[role], h0[role], kr, num_minibatches, recurrent)
         return jax.lax.scan(minibatch_step, carry, (mbs, hs if recurrent else None))
 
     (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, update_epochs))
