@@ -197,7 +197,7 @@ def plot(files, fig):
         x, y, *avg = zip(*r["curve"])
         line, = ax.plot(x, y, label=r["label"], ls="--" if r["mode"] == "fit" else "-")
         if avg:
-            ax.plot(x, avg[0], color=line.get_color(), ls=":", label=f"{r['label']}: {r['args']['average']}-reach average")
+            ax.plot(x, avg[0], color=line.get_color(), ls=":", label=f"{r['label']}: {r['args']['average']}-reach average, {r['args']['schedule']} weights")
     ax.set_yscale("log")
     ax.set_xlabel("exact gradient steps (fit: Adam steps)")
     ax.set_ylabel("exact exploitability")
