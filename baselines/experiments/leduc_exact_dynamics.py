@@ -70,7 +70,7 @@ def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float, neurd: bo
     ``neurd``: the gradient with respect to the probabilities instead of the logits (the
     softmax's Jacobian skipped, as neural replicator dynamics): per information state, the
     owner's reach times its counterfactual action values (up to a shift that the softmax
-    ignores), a multiplicative-weights step -- a no-regret update."""
+    ignores): a multiplicative-weights (Hedge) step, with reach-scaled step sizes."""
     if neurd:
         sigma = probs_of(tree, logits)
         grad = lambda p: jax.grad(objective, 1)(tree, sigma, p, tau)
