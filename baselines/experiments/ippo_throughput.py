@@ -16,11 +16,12 @@ called alternately (ours/theirs, small/large) REPS times. The time of one update
 (large - small) / U, which cancels the one-off initialisation. Wall-clock and process
 CPU time are both reported (CPU time is far less sensitive to other load).
 
-    python baselines/experiments/ippo_throughput.py --jaxmarl-ref DIR [--updates 20] [--reps 5] [--vmap] [--split-epochs]
+    python baselines/experiments/ippo_throughput.py --jaxmarl-ref DIR [--updates 20] [--reps 5] [--vmap P] [--split-epochs]
 
-``--vmap``: both programs under ``jax.vmap`` over one seed, as JaxMARL's ``main`` runs
-its ``make_train`` (``NUM_SEEDS = 1``) and as ``Population`` runs one member: XLA
-compiles the one-seed batch differently (faster for both, by unequal amounts).
+``--vmap P``: both programs under ``jax.vmap`` over P seeds, as JaxMARL's ``main`` runs
+its ``make_train`` (``NUM_SEEDS = P``) and as ``Population`` runs P members; env-steps/s
+are summed over the seeds. Even ``--vmap 1`` differs from the bare program: XLA compiles
+the one-seed batch differently (faster for both, by unequal amounts).
 ``--split-epochs``: also builds the programs with one PPO epoch instead of four and
 reports one epoch's cost, ``(t(4) - t(1)) / 3``, and the rest of an update (rollout,
 advantages, the minibatch shuffle's set-up), ``t(1) - epoch``.
@@ -44,7 +45,8 @@ p.add_argument("--updates", type=int, default=20, help="U: extra updates of the 
 p.add_argument("--base-updates", type=int, default=2, help="U0: updates of the small program")
 p.add_argument("--reps", type=int, default=5)
 p.add_argument("--which", default="ours,jaxmarl")
-p.add_argument("--vmap", action="store_true", help="each program under jax.vmap over one seed (JaxMARL's main, NUM_SEEDS=1)")
+p.add_argument("--vmap", type=int, default=0, metavar="P",
+               help="each program under jax.vmap over P seeds (JaxMARL's main with NUM_SEEDS=P; Population); 0: bare")
 p.add_argument("--split-epochs", action="store_true", help="also time 1-epoch programs: one epoch's cost and the rest")
 args = p.parse_args()
 sys.path.insert(0, args.jaxmarl_ref)
@@ -56,8 +58,8 @@ EPOCHS = 4  # both recipes' update epochs
 
 
 def compiled(train, key):
-    if args.vmap:  # one seed, batched as JaxMARL's main and Population do
-        train, key = jax.vmap(train), key[None]
+    if args.vmap:  # P seeds, batched as JaxMARL's main and Population do
+        train, key = jax.vmap(train), jax.random.split(key, args.vmap)
     return jax.jit(train).lower(key).compile(), key
 
 
@@ -105,13 +107,14 @@ for r in range(args.reps):
     loads.append(os.getloadavg()[0])
     print(f"rep {r}: " + " ".join(f"{k[0]}/{k[1]} {v[-1][0]:.2f}s" for k, v in times.items()) + f" load {loads[-1]:.1f}", file=sys.stderr, flush=True)
 res = {"updates": U, "base_updates": U0, "reps": args.reps, "load_1min_per_rep": loads, "cpus": os.cpu_count(), "vmap": args.vmap}
+seeds = max(args.vmap, 1)
 for name in sorted({k[0] for k in fns}):
     small, big = np.array(times[name, U0]), np.array(times[name, U0 + U])
     for i, kind in enumerate(("wall", "cpu")):
         best = (big[:, i].min() - small[:, i].min()) / U
         med = (np.median(big[:, i]) - np.median(small[:, i])) / U
         res[f"{name}_{kind}"] = {"ms_per_update_best": 1e3 * best, "ms_per_update_median": 1e3 * med,
-                                 "env_steps_per_s_best": STEPS / best, "env_steps_per_s_median": STEPS / med}
+                                 "env_steps_per_s_best": seeds * STEPS / best, "env_steps_per_s_median": seeds * STEPS / med}
 if len(which) == 2:
     for kind in ("wall", "cpu"):
         for stat in ("best", "median"):
