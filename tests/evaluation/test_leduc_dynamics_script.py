@@ -51,3 +51,42 @@ def test_tabular_dynamics_lower_exploitability(dyn, tree):
     curve, theta = dyn.tabular(tree, tau=0.05, lr=5.0, iters=300, points=3)
     assert curve[0][1] == pytest.approx(float(X.exploitability(tree, X.uniform_policy(tree))), abs=1e-5)
     assert curve[-1][1] < 0.5 * curve[0][1]
+
+
+def _own_reach_brute_force(tree, sigma):
+    """Each information state's owner's own reach (the product of the owner's earlier
+    action probabilities on the path), by walking every node's ancestors on the host."""
+    par, pa, pl, inf = (np.asarray(x) for x in (tree.parent, tree.parent_action, tree.player, tree.infostate))
+    out = np.zeros(tree.num_infostates)
+    for n in np.flatnonzero(pl >= 0):
+        m, r = n, 1.0
+        while par[m] >= 0:
+            if pl[par[m]] == pl[n]:
+                r *= sigma[inf[par[m]], pa[m]]
+            m = par[m]
+        out[inf[n]] = r  # the same for every node of the information state (perfect recall)
+    return out
+
+
+def test_average_weights(dyn, tree):
+    """``--average own``: proportional to the owner's own reach, by a factor that does not
+    depend on the policy (so it cancels in the average); ``visit``: the information
+    state's total reach probability, chance and both players."""
+    ratios = []
+    for seed in range(3):
+        sigma = np.asarray(dyn.probs_of(tree, 3 * jax.random.normal(jax.random.key(seed), tree.legal.shape)))
+        ratios.append(np.asarray(dyn.infostate_weight(tree, jnp.asarray(sigma), "own")) / _own_reach_brute_force(tree, sigma))
+    np.testing.assert_allclose(ratios[1], ratios[0], rtol=1e-5)
+    np.testing.assert_allclose(ratios[2], ratios[0], rtol=1e-5)
+    sigma = dyn.probs_of(tree, jax.random.normal(jax.random.key(7), tree.legal.shape))
+    visit = np.asarray(dyn.infostate_weight(tree, sigma, "visit"))
+    reach, inf = np.asarray(X.node_reach(tree, sigma)), np.asarray(tree.infostate)
+    np.testing.assert_allclose(visit, [reach[inf == s].sum() for s in range(tree.num_infostates)], rtol=1e-5)
+
+
+def test_average_of_a_fixed_policy_is_that_policy(dyn, tree):
+    """With a step that does not move, the running average is the iterate itself."""
+    logits = jax.random.normal(jax.random.key(2), tree.legal.shape)
+    curve, _ = dyn.follow(tree, lambda x: x, lambda x: dyn.probs_of(tree, x), logits, 4, 2, average="own", schedule="linear")
+    for _, iterate, average in curve[1:]:
+        assert average == pytest.approx(iterate, abs=1e-5)
