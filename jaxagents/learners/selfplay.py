@@ -256,7 +256,6 @@ def _params(distilled: avg_lib.AveragePolicy | None):
     return None if distilled is None else distilled.params
 
 
-
 def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, data_axis: str | None = None,
                data_shards: int = 1) -> Learner:
     """The self-play ``Learner`` on ``env`` (any environment whose roles have vector or
