@@ -180,7 +180,7 @@ def ready_only(size, update_calls, ready_calls):
 
 which, U0, U = args.which.split(","), args.base_updates, args.updates
 results = {"updates": U, "base_updates": U0, "cpus": os.cpu_count(), "jax": jax.__version__, "overrides": args.override,
-           "sizes": {}}
+           "backend": jax.default_backend(), "device": jax.devices()[0].device_kind, "sizes": {}}
 if p_ready:  # only the PBT step's cost against an update (no JaxMARL)
     for size in [int(s) for s in args.sizes.split(",")]:
         t = ready_only(size, args.reps, args.ready_calls)
@@ -205,7 +205,7 @@ except Exception:  # noqa: BLE001
     pass
 for size in [int(s) for s in args.sizes.split(",")]:
     reps = args.reps_large if (args.reps_large and size >= 64) else args.reps
-    fns = {}
+    fns, compile_s = {}, {}
     for name in which:
         if name == "ours_pbt" and size < 2:
             continue  # PBT needs two members
@@ -218,6 +218,7 @@ for size in [int(s) for s in args.sizes.split(",")]:
             else:
                 fns[name, u] = build_ours(size, u, pbt=name == "ours_pbt")
             jax.block_until_ready(fns[name, u][0](fns[name, u][1]))  # warm-up
+            compile_s[f"{name}/U={u}"] = time.perf_counter() - t
             print(f"P={size} {name} U={u}: compile + warm-up {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
     times = {k: [] for k in fns}
     loads = [os.getloadavg()[0]]
@@ -230,7 +231,7 @@ for size in [int(s) for s in args.sizes.split(",")]:
         print(f"P={size} rep {r}: " + " ".join(f"{k[0]}/{k[1]} {v[-1][0]:.2f}s" for k, v in times.items())
               + f" load {loads[-1]:.1f}", file=sys.stderr, flush=True)
         res = summarise(times, U0, U, size)  # after every rep: a run stopped early keeps what it measured
-        res["reps"], res["load_1min"] = r + 1, loads
+        res["reps"], res["load_1min"], res["compile_and_warmup_s"] = r + 1, loads, compile_s
         res["raw_seconds"] = {f"{k[0]}/U={k[1]}": v for k, v in times.items()}
         results["sizes"][str(size)] = res
         if args.json:

@@ -17,6 +17,14 @@ allows it), and the chosen side runs ``vmap``ped over the batched operands. Nest
 
 Everything a side reads that may be batched must be passed as an operand (a side
 may close over static values and unbatched arrays only).
+
+On GPU a branch is not worth having: XLA's GPU runtime copies the predicate of every
+``cond`` (and of every ``while_loop`` whose trip count it cannot see) back to the host
+and waits for it before launching the chosen side, a device synchronisation each time.
+Inside a rollout that is one or more stalls per environment step. Where
+``cheap_branches()`` is False (the default backend is a GPU), ``branch`` computes both
+sides and selects, row by row, which the docstring's contract already allows;
+``select=True``/``False`` forces either form (tests compare the two).
 """
 
 from __future__ import annotations
@@ -27,10 +35,32 @@ import jax
 import jax.numpy as jnp
 
 
-def branch(pred, expensive: Callable, cheap: Callable, *operands, reduce: Callable = jnp.any):
+def cheap_branches() -> bool:
+    """Whether a data-dependent ``cond`` or ``while_loop`` is cheap on the default backend.
+
+    True on CPU (the host sequences the kernels and reads the predicate where it is) and
+    TPU (the chip's scalar unit runs the control flow). False on GPU, where each one costs
+    a device-to-host copy of the predicate and a wait (measured on an H100: without the two
+    per rollout step an IPPO update on Overcooked took 11.5 ms instead of 21.3 ms;
+    BENCHMARKS.md, "GPU").
+    Decided when a function is traced, from ``jax.default_backend()``."""
+    return jax.default_backend() != "gpu"
+
+
+def branch(pred, expensive: Callable, cheap: Callable, *operands, reduce: Callable = jnp.any,
+           select: bool | None = None):
     """``lax.cond(pred, expensive, cheap, *operands)``, one branch per ``vmap``ped
-    batch (see the module docstring). Returns the chosen side's output."""
-    return _branch(expensive, cheap, reduce)(jnp.asarray(pred, bool), operands)
+    batch (see the module docstring). Returns the chosen side's output.
+
+    ``select``: compute both sides and pick with ``jnp.where`` row by row instead of
+    branching; ``None`` (default) selects exactly where ``cheap_branches()`` is False."""
+    pred = jnp.asarray(pred, bool)
+    if select is None:
+        select = not cheap_branches()
+    if select:
+        a, b = expensive(*operands), cheap(*operands)
+        return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+    return _branch(expensive, cheap, reduce)(pred, operands)
 
 
 def _branch(expensive, cheap, reduce):

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxagents.core.branch import branch
+from jaxagents.core.branch import branch, cheap_branches
 
 
 def _f(pred, x, y, reduce=jnp.any):
@@ -20,7 +20,8 @@ def test_unbatched_is_cond():
     np.testing.assert_array_equal(jax.jit(_f)(False, X, Y), np.zeros_like(X))
 
 
-def test_vmap_keeps_one_branch():
+def test_vmap_keeps_one_branch(monkeypatch):
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")  # the branching form (GPU selects)
     vf = jax.vmap(_f, (0, 0, None))
     jaxpr = str(jax.make_jaxpr(vf)(jnp.array([False, True, False]), X, Y))
     assert "cond" in jaxpr and "select_n" not in jaxpr  # a plain lax.cond would be a select here
@@ -45,3 +46,19 @@ def test_inside_scan():
     _, out = jax.lax.scan(body, 0, jnp.array([[False] * 3, [True, False, False]]))
     np.testing.assert_array_equal(out[0], np.zeros_like(X))
     np.testing.assert_array_equal(out[1], X * 2 + 1)
+
+
+def test_select_form_and_gpu_default(monkeypatch):
+    """``select=True`` (GPU's default: a branch there costs a device synchronisation)
+    computes both sides and picks row by row, with no ``cond`` in the program."""
+    sel = lambda p, x, y: branch(p, lambda x, y: x * 2.0 + y, lambda x, y: jnp.zeros_like(x), x, y, select=True)  # noqa: E731
+    vf = jax.vmap(sel, (0, 0, None))
+    pred = jnp.array([False, True, False])
+    assert "cond" not in str(jax.make_jaxpr(vf)(pred, X, Y))
+    np.testing.assert_array_equal(vf(pred, X, Y), np.where(np.asarray(pred)[:, None], X * 2 + 1, 0.0))
+    np.testing.assert_array_equal(jax.jit(sel)(True, X, Y), X * 2 + 1)
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert cheap_branches()
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not cheap_branches()
+    assert "cond" not in str(jax.make_jaxpr(jax.vmap(_f, (0, 0, None)))(pred, X, Y))

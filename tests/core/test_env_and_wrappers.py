@@ -83,6 +83,8 @@ def test_vecenv_argument_errors(pd):
         VecEnv(pd, 4, reset_budget=5)
     with pytest.raises(TypeError, match="wraps a jaxagents Env"):
         VecEnv(object(), 4)
+    with pytest.raises(ValueError, match="select_resets must be True, False or None"):
+        VecEnv(pd, 4, select_resets="yes")
     vec = VecEnv(pd, 4)
     state, ts = vec.reset(jax.random.key(0))
     with pytest.raises(ValueError, match="leading num_envs=4 axis"):
@@ -176,13 +178,14 @@ def test_vecenv_keys_equal_vmapped_autoreset(key_kind):
 
 
 def test_reset_budget_never_changes_results():
-    """Any reset budget gives vmap(AutoReset)'s trajectory: one program steps VecEnvs
-    with budgets 1, 3 and 8 (8 envs) and vmap(AutoReset) on the same keys and actions.
+    """Any reset budget, and resetting by selection (GPU's form), gives vmap(AutoReset)'s
+    trajectory: one program steps VecEnvs with budgets 1, 3 and 8 (8 envs), one with
+    ``select_resets=True``, and vmap(AutoReset) on the same keys and actions.
     Kuhn hands end after 2-3 moves, so a few or many envs reset on the way (exactly one,
     budget 1's gather/scatter path, is covered on every env by tests/test_conformance.py)."""
     kuhn = jaxagents.make("kuhn_poker")
     n, steps = 8, 12
-    vecs = [VecEnv(kuhn, n, reset_budget=b) for b in (1, 3, n)]
+    vecs = [VecEnv(kuhn, n, reset_budget=b) for b in (1, 3, n)] + [VecEnv(kuhn, n, select_resets=True)]
     auto = AutoReset(kuhn)
     acts = jax.random.randint(jax.random.key(5), (steps, n, 1), 0, 2)
 
@@ -205,3 +208,25 @@ def test_reset_budget_never_changes_results():
     assert ((done >= 1) & (done <= 3)).any() and done.max() > 3
     for ts in traj[:-1]:
         chex.assert_trees_all_equal(ts, traj[-1])
+
+
+def test_gpu_resets_by_selection_when_small(pd, monkeypatch):
+    """On GPU a data-dependent loop or branch costs a device synchronisation, so a small
+    VecEnv resets by selection (no ``while``/``cond`` in its step) and a large one, where
+    resetting everything every step costs more, keeps the loop; on CPU both keep it."""
+    from jaxagents.core.wrappers.autoreset import SELECT_RESETS_MAX_AGENTS
+
+    def control_flow(n, **kw):
+        vec = VecEnv(pd, n, **kw)
+        state, _ = vec.reset(jax.random.key(0))
+        acts = {"row": jnp.zeros((n, 1), jnp.int32), "column": jnp.zeros((n, 1), jnp.int32)}
+        jaxpr = str(jax.make_jaxpr(vec.step)(jax.random.key(1), state, acts))
+        return "while" in jaxpr or "cond" in jaxpr
+
+    big = SELECT_RESETS_MAX_AGENTS // pd.num_agents + 1
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert control_flow(4) and control_flow(big)
+    assert not control_flow(4, select_resets=True)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not control_flow(4) and control_flow(big)
+    assert control_flow(4, select_resets=False)

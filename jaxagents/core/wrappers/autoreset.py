@@ -18,6 +18,10 @@ Two forms:
   per step is therefore proportional to the number of episodes that ended, not to
   ``num_envs``, and the reset keys are derived only for the envs that reset.
   ``VecEnv.step`` is not reverse-differentiable (``while_loop``); ``AutoReset`` is.
+  On GPU the loop and the branch each cost a device synchronisation per step (XLA
+  reads their predicates back to the host; ``jaxagents.core.branch.cheap_branches``),
+  more than resetting every environment and selecting, so there a small ``VecEnv``
+  does that (``select_resets``; the same keys, so the same results bit for bit).
 
 Both return, on the step where an episode ends, the *final* ``reward``,
 ``terminated``, ``truncated`` and ``info`` together with the *first* ``obs``,
@@ -41,6 +45,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from jaxagents.core.branch import cheap_branches
 from jaxagents.core.env import Env
 from jaxagents.core.types import TimeStep
 from jaxagents.core.validate import check_positive_int, is_int
@@ -118,6 +123,18 @@ class AutoReset(Wrapper):
         return jax.lax.cond(ts.done, reset, lambda _: (state, ts), None)
 
 
+# On GPU (``cheap_branches()`` False) a VecEnv of at most this many agents in all
+# (num_envs x agents per env) resets by selection, a larger one still by the loop and
+# branch below. Measured on an H100 (BENCHMARKS.md, "GPU"): Overcooked with 16 envs
+# (32 agents; IPPO's rollout) ran a training update 1.5-1.9x faster by selection
+# (together with ``branch`` selecting); Overcooked
+# with 16,384 envs (32,768 agents; the env benchmark) stepped 2.3x faster by branching,
+# where resetting the whole batch every step costs more than the synchronisation; one
+# mean-field env of 10^6 agents is the same case. The threshold lies between the two
+# measured points; where it falls exactly was not measured.
+SELECT_RESETS_MAX_AGENTS = 2048
+
+
 class VecEnv:
     """``num_envs`` copies of ``env`` stepped together, with batched auto-reset.
 
@@ -135,9 +152,15 @@ class VecEnv:
             with a mean length above ~8 steps stay on the partial path).
         final_obs: keep the last observation of a finished episode in
             ``info["final_obs"]``.
+        select_resets: reset every environment on every step and select the
+            finished ones, with no loop or branch (the same keys, so the same
+            results). ``None`` (default): on GPU (where
+            ``jaxagents.core.branch.cheap_branches()`` is False) for batches of at
+            most ``SELECT_RESETS_MAX_AGENTS`` agents in all.
     """
 
-    def __init__(self, env: Env, num_envs: int, reset_budget: int | None = None, final_obs: bool = False):
+    def __init__(self, env: Env, num_envs: int, reset_budget: int | None = None, final_obs: bool = False,
+                 select_resets: bool | None = None):
         if not isinstance(env, Env):
             raise TypeError(f"VecEnv wraps a jaxagents Env, got {type(env).__name__}")
         num_envs = check_positive_int("num_envs", num_envs)
@@ -149,6 +172,9 @@ class VecEnv:
         self.env = env
         self.num_envs = num_envs
         self.reset_budget = reset_budget
+        if select_resets is not None and not isinstance(select_resets, bool):
+            raise ValueError(f"select_resets must be True, False or None (by backend), got {select_resets!r}")
+        self.select_resets = select_resets
         self.final_obs = bool(final_obs)
         self.roles = env.roles
         self._vreset = jax.vmap(env.reset, in_axes=(0, None))
@@ -220,6 +246,11 @@ class VecEnv:
             s0, ts0 = self._vreset(_split_half(env_keys(), 1), params)
             return combine(lambda x, y: jnp.where(done.reshape((n,) + (1,) * (x.ndim - 1)), y, x), *carry, s0, ts0)
 
+        select = self.select_resets
+        if select is None:
+            select = not cheap_branches() and n * self.env.num_agents <= SELECT_RESETS_MAX_AGENTS
+        if select:  # GPU: a reset of the whole batch costs less than a device synchronisation
+            return everything((state, ts))
         count = jnp.sum(done)
         if budget >= n:  # a partial reset would be the full reset
             reset = everything
@@ -238,4 +269,5 @@ class VecEnv:
         return jax.lax.while_loop(lambda carry: carry[0], body, (count > 0, (state, ts)))[1]
 
     def __repr__(self):
-        return f"VecEnv({self.env!r}, num_envs={self.num_envs}, reset_budget={self.reset_budget})"
+        return (f"VecEnv({self.env!r}, num_envs={self.num_envs}, reset_budget={self.reset_budget}"
+                + ("" if self.select_resets is None else f", select_resets={self.select_resets}") + ")")
