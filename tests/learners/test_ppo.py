@@ -158,3 +158,28 @@ def test_role_gamma_overrides_the_discount_of_one_role():
     assert not np.allclose(plain["follower"].advantage, out["follower"].advantage)
     with pytest.raises(ValueError, match="role_gamma"):
         PPOConfig(role_gamma={"follower": 1.5})
+
+
+def test_gpu_program_trains_identically(monkeypatch):
+    """On GPU (``cheap_branches()`` False) the rollout has no data-dependent ``cond`` or
+    ``while``: ``VecEnv`` resets by selection and the truncation bootstrap computes both
+    sides. Same keys, so the same training run bit for bit: IPPO on level-based foraging
+    (episodes end by eating the food or at a 6-step limit, so both resets and truncations
+    happen), traced once as on CPU and once with the backend reported as a GPU."""
+
+    def run(backend):
+        monkeypatch.setattr(jax, "default_backend", lambda: backend)
+        env = jaxagents.make("lbf")
+        params = env.default_params().replace(horizon=jnp.asarray(6, jnp.int32))
+        cfg = PPOConfig(num_envs=8, num_steps=8, total_timesteps=8 * 8 * 2, update_epochs=1, num_minibatches=2,
+                        bootstrap_truncated=True)
+        train = make_train(cfg, env, env_params=params)
+        jaxpr = str(jax.make_jaxpr(train)(jax.random.key(3)))
+        state, metrics = jax.jit(train)(jax.random.key(3))
+        return ("cond" in jaxpr or "while" in jaxpr), state.params, metrics
+
+    branching, params_cpu, metrics_cpu = run("cpu")
+    selecting, params_gpu, metrics_gpu = run("gpu")
+    assert branching and not selecting
+    for a, b in zip(jax.tree.leaves((params_cpu, metrics_cpu)), jax.tree.leaves((params_gpu, metrics_gpu))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
