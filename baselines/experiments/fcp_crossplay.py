@@ -84,7 +84,9 @@ def main(argv=None) -> int:
     out["selfplay"]["with_other_selfplay"] = float(np.mean(off)) if off else None
     out["fcp"]["with_training_partners"] = float(S[:, kinds == "fcp"][:, :, sp].mean())
     path = args.out or os.path.join(args.exp[0], "crossplay.png")
-    cp.heatmap(res, path, title="coordination_ring cross-play: team return")
+    env_cfg = runner.read_run_config(os.path.join(args.exp[0], "partners"))["env"]
+    where = env_cfg.get("kwargs", {}).get("layout", env_cfg["id"])
+    cp.heatmap(res, path, title=f"{where} cross-play: team return")
     out["heatmap"] = path
     text = json.dumps(out, indent=2)
     if args.json:
