@@ -125,13 +125,13 @@ class AutoReset(Wrapper):
 
 # On GPU (``cheap_branches()`` False) a VecEnv of at most this many agents in all
 # (num_envs x agents per env) resets by selection, a larger one still by the loop and
-# branch below. Measured on an H100 (BENCHMARKS.md, "GPU"): Overcooked with 16 envs
-# (32 agents; IPPO's rollout) ran a training update 1.5-1.9x faster by selection
-# (together with ``branch`` selecting); Overcooked
-# with 16,384 envs (32,768 agents; the env benchmark) stepped 2.3x faster by branching,
-# where resetting the whole batch every step costs more than the synchronisation; one
-# mean-field env of 10^6 agents is the same case. The threshold lies between the two
-# measured points; where it falls exactly was not measured.
+# branch below. Measured on an H100 (BENCHMARKS.md, "GPU"): with 16 Overcooked envs
+# (32 agents; IPPO's rollout) a training update ran 1.5-1.9x faster by selection
+# (together with ``branch`` selecting); with 16,384 envs (32,768 agents; the env
+# benchmark) a step ran 2.3x faster by branching, where resetting the whole batch every
+# step costs more than the synchronisation; one mean-field env of 10^6 agents is the
+# same case. The threshold lies between the two measured points; where it falls exactly
+# was not measured.
 SELECT_RESETS_MAX_AGENTS = 2048
 
 
