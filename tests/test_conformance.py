@@ -145,6 +145,8 @@ def _per_role_checks(env, ts, batch):
         assert ts.action_mask[name].shape == batch + role.mask_shape and ts.action_mask[name].dtype == bool
         if role.always_legal:  # the static promise consumers rely on to skip the mask
             assert np.all(ts.action_mask[name]), f"{name}: declared always_legal but has an illegal action"
+        if role.always_active:  # learners then train on every sample with weight 1
+            assert np.all(ts.active[name]), f"{name}: declared always_active but has an inactive agent"
         assert ts.active[name].shape == batch + (n,) and ts.active[name].dtype == bool
     assert ts.terminated.shape == batch and ts.terminated.dtype == bool
     assert ts.truncated.shape == batch and ts.truncated.dtype == bool

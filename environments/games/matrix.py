@@ -92,7 +92,7 @@ class MatrixGame(Env):
         self.num_actions = payoff.shape[1]
         dim = 2 * (self.num_actions + 1) + 1
         obs_space = Box(0.0, 1.0, (dim,), jnp.float32)
-        self.roles = {r: Role(1, obs_space, Discrete(self.num_actions), always_legal=True) for r in ROLES}
+        self.roles = {r: Role(1, obs_space, Discrete(self.num_actions), always_legal=True, always_active=True) for r in ROLES}
 
     def default_params(self) -> MatrixParams:
         return MatrixParams(payoff=jnp.asarray(self._payoff), horizon=jnp.asarray(self._horizon, jnp.int32))

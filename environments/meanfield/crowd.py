@@ -202,7 +202,7 @@ class CrowdModelling(MeanFieldEnv):
         obs_dim = (self.size * dims if self.onehot else dims) + 1 + A
         # every move is legal without forbidden cells (moves wrap around the torus)
         self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (obs_dim,), jnp.float32), Discrete(A),
-                                 always_legal=not forbidden.any())}
+                                 always_legal=not forbidden.any(), always_active=True)}
         self.state_names = tuple(str(c) for c in range(S))
 
     # ------------------------------------------------------------------ params

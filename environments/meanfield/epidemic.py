@@ -107,7 +107,8 @@ class Epidemic(MeanFieldEnv):
         idx = {name: i for i, name in enumerate(self.state_names)}
         self.S, self.I, self.R = idx["S"], idx["I"], idx["R"]
         self.E = idx.get("E", self.I)  # where infection leads
-        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * K + 1,), jnp.float32), Discrete(self.num_actions), always_legal=True)}
+        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * K + 1,), jnp.float32), Discrete(self.num_actions), always_legal=True,
+                                 always_active=True)}
 
     # ------------------------------------------------------------------ params
     def default_params(self) -> EpidemicParams:

@@ -121,7 +121,8 @@ class Opinion(MeanFieldEnv):
         self.num_states, self.num_actions = self.T * self.K, self.K
         self.legal_table = np.ones((self.num_states, self.K), bool)
         self.state_names = tuple(f"type{tau}:{o}" if self.T > 1 else str(o) for tau in range(self.T) for o in range(self.K))
-        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * self.K + 3,), jnp.float32), Discrete(self.K), always_legal=True)}
+        self.roles = {ROLE: Role(self.n, Box(0.0, 1.0, (2 * self.K + 3,), jnp.float32), Discrete(self.K), always_legal=True,
+                                 always_active=True)}
         levels = np.arange(self.K)
         self._dist = np.abs(levels[:, None] - levels[None, :]).astype(np.float32) / (self.K - 1)  # [K, K]
 

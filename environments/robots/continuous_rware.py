@@ -122,7 +122,7 @@ class ContinuousRware(RobotScenario):
         self.cells = self.cells.astype(np.float32)  # [C, 2]
         if self.action_mode == "continuous":  # (v, w, toggle)
             act = Box(-1.0, 1.0, (3,), jnp.float32)
-            self.roles = {k: Role(r.num_agents, r.observation_space, act, always_legal=True)
+            self.roles = {k: Role(r.num_agents, r.observation_space, act, always_legal=True, always_active=True)
                           for k, r in self.roles.items()}
 
     def obs_dim(self, role):

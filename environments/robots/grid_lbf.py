@@ -238,7 +238,7 @@ class LevelBasedForaging(Env):
             high = np.stack([np.full((w, w), self.player_level_cap if self.observe_agent_levels else 1.0),
                              np.full((w, w), self.food_level_cap), np.ones((w, w))])
             obs_space = Box(0.0, high, high.shape, jnp.float32)
-        self.roles = {"player": Role(n, obs_space, Discrete(6))}
+        self.roles = {"player": Role(n, obs_space, Discrete(6), always_active=True)}
         self.global_obs_shape = (3 * f + 3 * n + 1,)
 
     # ------------------------------------------------------------------ params

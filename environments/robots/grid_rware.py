@@ -248,7 +248,7 @@ class RobotWarehouse(Env):
                 if name == "agent_direction":
                     high[i] = 4.0
             obs_space = Box(0.0, high, high.shape, jnp.float32)
-        self.roles = {"robot": Role(n, obs_space, Discrete(5), always_legal=True)}
+        self.roles = {"robot": Role(n, obs_space, Discrete(5), always_legal=True, always_active=True)}
         self.global_obs_shape = (9, h, w)
 
     # ------------------------------------------------------------------ params

@@ -133,7 +133,7 @@ class RobotScenario(Env):
         else:
             act = Box(-1.0, 1.0, (2,), jnp.float32)
         self.roles = {
-            k: Role(n, Box(-np.inf, np.inf, (self.obs_dim(k),), jnp.float32), act, always_legal=True)
+            k: Role(n, Box(-np.inf, np.inf, (self.obs_dim(k),), jnp.float32), act, always_legal=True, always_active=True)
             for k, n in self.role_sizes.items()
         }
         self.global_obs_shape = (self.global_obs_dim,)

@@ -73,3 +73,37 @@ def uniforms(key: jax.Array, shape: tuple, rng: str = "hash") -> jax.Array:
 def agent_uniforms(key: jax.Array, n: int, rng: str = "hash") -> jax.Array:
     """``f32[n]`` uniform numbers in ``[0, 1)``, one per agent."""
     return uniforms(key, (n,), rng)
+
+
+PACKED_PERMUTATION_MAX = 2**24  # above: too few random bits per round, jax.random.permutation
+
+
+def permutation(key: jax.Array, n: int) -> jax.Array:
+    """A uniformly random permutation of ``arange(n)``, ``i32[n]`` (the minibatch
+    shuffle of every PPO-family update).
+
+    The algorithm of ``jax.random.permutation(key, n)`` -- rounds of a stable sort by
+    fresh random keys, enough rounds that some pair tying in every round is improbable
+    (chance ~1/n) -- with each round's key and the position packed into one ``uint32``:
+    the position in the low ``b = ceil(log2 n)`` bits breaks ties as a stable sort
+    does, and ``32 - b`` bits are random, so ``ceil(3 b / (32 - b))`` rounds (JAX's
+    rule, ``ceil(3 log2(n) / 32)``, with fewer bits per round). A sort of one integer
+    array takes XLA's CPU backend a fast path that key-value sorts through a comparator
+    do not: at n = 4096 two packed rounds cost ~0.3 ms against ~1.4 ms (~5% of an IPPO
+    update on Overcooked, 4 epochs). The permutations differ from
+    ``jax.random.permutation``'s for the same key. ``n > PACKED_PERMUTATION_MAX`` falls
+    back to it."""
+    n = int(n)
+    if n > PACKED_PERMUTATION_MAX:
+        return jax.random.permutation(key, n)
+    if n <= 1:
+        return jnp.arange(n, dtype=jnp.int32)
+    b = int(np.ceil(np.log2(n)))
+    rounds = int(np.ceil(3 * b / (32 - b)))
+    position = jax.lax.iota(jnp.uint32, n)
+    perm = jnp.arange(n, dtype=jnp.int32)
+    for k in jax.random.split(key, rounds):
+        random = jax.random.bits(k, (n,), jnp.uint32) >> b << b
+        order = (jax.lax.sort(random | position) & jnp.uint32((1 << b) - 1)).astype(jnp.int32)
+        perm = perm[order]
+    return perm

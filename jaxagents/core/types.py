@@ -30,20 +30,27 @@ class Role:
             may then skip reading the mask: with 10^6 agents the mask is ~10 MB per
             step, and ``random_actions`` reads it every step otherwise. The
             conformance suite checks the promise on rollouts.
+        always_active: a static promise that every agent of this role acts at every
+            step (its ``active`` is all True: no turns, no agents sitting out).
+            Learners then use constant loss weights, which XLA folds away (~3% of
+            an IPPO update on Overcooked at one member). Checked like
+            ``always_legal``.
     """
 
     num_agents: int
     observation_space: Space
     action_space: Space
     always_legal: bool = False
+    always_active: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "num_agents", check_positive_int("Role: num_agents", self.num_agents))
         for name in ("observation_space", "action_space"):
             if not isinstance(getattr(self, name), Space):
                 raise TypeError(f"Role: {name} must be a jaxagents Space, got {getattr(self, name)!r}")
-        if not isinstance(self.always_legal, bool):
-            raise TypeError(f"Role: always_legal must be a bool, got {self.always_legal!r}")
+        for name in ("always_legal", "always_active"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"Role: {name} must be a bool, got {getattr(self, name)!r}")
 
     @property
     def num_actions(self) -> int | None:

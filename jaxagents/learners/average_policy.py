@@ -75,7 +75,8 @@ def fit(cfg: AveragePolicyConfig, agents, role: str, avg: AveragePolicy, tr, axi
     weight = (tr.active & tr.learner).astype(jnp.float32).reshape(-1)
     obs_shape = agents.roles[role].observation_space.shape
     obs = tr.obs.reshape(-1, *obs_shape)
-    action, mask = tr.action.reshape(-1), tr.mask.reshape(-1, tr.mask.shape[-1])
+    action = tr.action.reshape(-1)
+    mask = None if tr.mask is None else tr.mask.reshape(-1, tr.mask.shape[-1])  # None: all legal
     total = jnp.sum(weight) if axis_name is None else jax.lax.psum(jnp.sum(weight), axis_name)
     total = jnp.maximum(total, 1.0)
     tx = cfg.optimizer()

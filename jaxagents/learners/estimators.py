@@ -40,6 +40,12 @@ def uses_critic(advantage: str) -> bool:
     return advantage == "gae"
 
 
+def weights_every_turn(advantage: str) -> bool:
+    """Whether the sample weight is ``active & learner`` alone; critic-free
+    estimators also drop the samples of episodes unfinished in the rollout."""
+    return uses_critic(advantage)
+
+
 def _compact_ids(*ids: jax.Array) -> list[jax.Array]:
     """Hash ids (any integers) -> dense ids in ``[0, total size)``, consistent across
     the given arrays (equal hashes get equal ids)."""

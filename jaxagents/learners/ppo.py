@@ -228,6 +228,12 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         vec = VecEnv(env, local_envs, reset_budget=budget, final_obs=bootstrap)
         init_ids = jnp.arange(cfg.num_envs)
     agents = ext.agents or Agents(env, cfg.network, central_critic=central)
+    # A role promising ``always_active`` with no opponent seats, under an estimator that
+    # weighs every turn, has all-ones sample weights: they stay out of the minibatches
+    # (None) and the loss is a plain mean; ``always_legal`` roles' masks are None from
+    # the rollout on (~3% of a one-member IPPO update on Overcooked, both together).
+    unweighted = {r: s.always_active and ext.opponents is None and estimators.weights_every_turn(cfg.advantage)
+                  for r, s in agents.roles.items()}
     role_ids, num_role_ids = ext.role_ids or role_index(env)
     steps_per_update = cfg.num_envs * num_steps
     if cfg.shaped_reward is not None:
@@ -263,7 +269,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         )
         batches = {
             r: Batch(tr.obs, tr.critic_in, tr.action, tr.log_prob, tr.value, tr.mask, tr.reset,
-                     adv[r].advantage, adv[r].target, adv[r].weight.astype(jnp.float32))
+                     adv[r].advantage, adv[r].target, None if unweighted[r] else adv[r].weight.astype(jnp.float32))
             for r, tr in traj.items()
         }
         if cfg.agents_per_update is not None:  # large populations: train on a random subset of each role's slots

@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from jaxagents.core.rng import permutation
 from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.interface import Fitness, Learner, hparam_space, hparams_from_config
@@ -309,12 +310,12 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         def epoch(c, k):
             m = cfg.num_minibatches
             if recurrent:  # whole sequences: shuffle environments, [M, T, E/M, ...]
-                perm = jax.random.permutation(k, local_envs)
+                perm = permutation(k, local_envs)
                 split = lambda x: jnp.moveaxis(jnp.take(x, perm, axis=1).reshape(x.shape[0], m, -1, *x.shape[2:]), 1, 0)  # noqa: E731
                 hsplit = lambda x: jnp.take(x, perm, axis=0).reshape(m, -1, *x.shape[1:])  # noqa: E731
                 mbs = (jax.tree.map(split, batch), jax.tree.map(hsplit, h0))
             else:  # environment steps (all agents of a step together): [M, T*E/M, ...]
-                perm = jax.random.permutation(k, num_steps * local_envs)
+                perm = permutation(k, num_steps * local_envs)
                 split = lambda x: jnp.take(x.reshape(num_steps * local_envs, *x.shape[2:]), perm, axis=0).reshape(m, -1, *x.shape[2:])  # noqa: E731
                 mbs = (jax.tree.map(split, batch), None)
             return jax.lax.scan(minibatch_step, c, mbs)

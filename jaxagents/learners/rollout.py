@@ -55,7 +55,8 @@ class Transition:
     the learning policy controlled (opponent pools); losses use ``active & learner``.
     ``critic_in`` is None when the critic reads the agent's own observation (IPPO:
     ``obs`` is not stored twice) and ``start_hash`` is None unless ``collect`` was asked
-    to track it (``start_hash=True``: GRPO/GiGPO groups).
+    to track it (``start_hash=True``: GRPO/GiGPO groups); ``mask`` is None for a role
+    declared ``Role(always_legal=True)``.
     ``terminated``/``truncated`` describe the step's transition (broadcast to agents).
     ``episode_return`` is the finished episode's return at the step that ended it
     (else 0). ``final_value`` is V of the observation a truncated episode was cut at.
@@ -66,7 +67,7 @@ class Transition:
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
-    mask: jax.Array
+    mask: jax.Array | None
     reset: jax.Array
     reward: jax.Array
     terminated: jax.Array
@@ -149,7 +150,7 @@ def collect(
             obs = c.ts.obs[role]
             cin = agents.critic_input(role, obs, gobs)
             reset = jnp.broadcast_to(c.first[:, None], obs.shape[:2])
-            mask = c.ts.action_mask[role]
+            mask = None if spec.always_legal else c.ts.action_mask[role]  # None: every action legal, nothing to apply or store
             k_own, k_opp = jax.random.split(kr)
             if env_ids is not None:
                 k_own = fold_in_each(k_own, env_ids)
@@ -161,7 +162,7 @@ def collect(
 
                 def one_env(p, h, o, ci, r, m, ke):
                     expand = lambda x: x[None]
-                    _, a, _, _, _ = agents.act(p, role, jax.tree.map(expand, h), o[None], with_time_axis(ci), r[None], m[None], ke)
+                    _, a, _, _, _ = agents.act(p, role, jax.tree.map(expand, h), o[None], with_time_axis(ci), r[None], jax.tree.map(expand, m), ke)
                     return a[0]
 
                 k_envs = jax.random.split(k_opp, obs.shape[0]) if env_ids is None else fold_in_each(k_opp, env_ids)

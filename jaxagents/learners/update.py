@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from jaxagents.core.rng import permutation
 from jaxagents.learners import interface
 
 
@@ -67,18 +68,19 @@ def hparam_space(cfg) -> dict:
 @struct.dataclass
 class Batch:
     """One role's training samples (any leading shape; see ``minibatches``).
-    ``critic_in`` is None when the critic reads ``obs`` (IPPO)."""
+    ``critic_in`` is None when the critic reads ``obs`` (IPPO); ``mask`` is None
+    when every action is legal, ``weight`` None when every sample weighs 1."""
 
     obs: jax.Array
     critic_in: jax.Array | None
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
-    mask: jax.Array
+    mask: jax.Array | None
     reset: jax.Array
     advantage: jax.Array
     target: jax.Array
-    weight: jax.Array
+    weight: jax.Array | None
 
 
 OPTIMIZERS = ("adam", "sgd")
@@ -132,10 +134,12 @@ def make_optimizer(hp: HParams, lr_scale: jax.Array, optimizer: str = "adam",
 
 
 def _wmean(x, w, axis_name=None):
-    """The weighted mean of ``x``; with ``axis_name``, this device's share of the
-    weighted mean over every device (its sum over the total weight)."""
-    total = jnp.sum(w) if axis_name is None else jax.lax.psum(jnp.sum(w), axis_name)
-    return jnp.sum(x * w) / jnp.maximum(total, 1.0)
+    """The weighted mean of ``x`` (``w=None``: every weight 1); with ``axis_name``,
+    this device's share of the weighted mean over every device (its sum over the
+    total weight)."""
+    local = jnp.asarray(x.size, jnp.float32) if w is None else jnp.sum(w)
+    total = local if axis_name is None else jax.lax.psum(local, axis_name)
+    return jnp.sum(x if w is None else x * w) / jnp.maximum(total, 1.0)
 
 
 def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool, normalize: bool, axis_name=None):
@@ -188,7 +192,7 @@ def minibatches(batch: Batch, h0, key, num_minibatches: int, recurrent: bool):
     ``[T, E/M, n, ...]`` with its initial memory ``h0[E/M, n, H]``.
 
     With one minibatch nothing is shuffled: the loss is a mean over the whole batch,
-    so the order cannot matter, and ``jax.random.permutation`` is a multi-round sort
+    so the order cannot matter, and a permutation is a multi-round sort
     (a quarter of a Kuhn self-play update at 32,768 samples).
     """
     if num_minibatches == 1:
@@ -198,13 +202,13 @@ def minibatches(batch: Batch, h0, key, num_minibatches: int, recurrent: bool):
         return jax.tree.map(lambda x: x.reshape(1, t * e * n, *x.shape[3:]), batch), None
     if recurrent:
         e = batch.obs.shape[1]
-        perm = jax.random.permutation(key, e)
+        perm = permutation(key, e)
         split = lambda x: jnp.moveaxis(jnp.take(x, perm, axis=1).reshape(x.shape[0], num_minibatches, e // num_minibatches, *x.shape[2:]), 1, 0)
         hsplit = lambda x: jnp.take(x, perm, axis=0).reshape(num_minibatches, e // num_minibatches, *x.shape[1:])
         return jax.tree.map(split, batch), jax.tree.map(hsplit, h0)
     t, e, n = batch.obs.shape[:3]
     size = t * e * n
-    perm = jax.random.permutation(key, size)
+    perm = permutation(key, size)
 
     def split(x):
         x = jnp.take(x.reshape(size, *x.shape[3:]), perm, axis=0)

@@ -121,6 +121,10 @@ def test_merge_roles_pads_actions_and_observations():
     env = MergeRoles(pd3, role_id=False)
     _, ts = env.reset(jax.random.key(0))
     assert ts.action_mask["agents"].shape == (2, 3)
+    # both players of the matrix game always act, so the merged role keeps that promise;
+    # tic-tac-toe's players take turns, so neither role nor group makes it
+    assert env.roles["agents"].always_active and not env.roles["agents"].always_legal
+    assert not merged.roles["x"].always_active and not merged.roles["second"].always_active
 
 
 def test_random_actions_respect_masks():

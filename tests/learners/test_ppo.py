@@ -1,6 +1,8 @@
 """IPPO / MAPPO: learning signals on a matrix game, traced hyper-parameters,
 recurrent and centralised-critic variants, and loss masking of inactive agents."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -183,3 +185,62 @@ def test_gpu_program_trains_identically(monkeypatch):
     assert branching and not selecting
     for a, b in zip(jax.tree.leaves((params_cpu, metrics_cpu)), jax.tree.leaves((params_gpu, metrics_gpu))):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+class _NoPromises(jaxagents.core.wrappers.base.Wrapper):
+    """The same environment without ``Role.always_legal`` / ``always_active``."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.roles = {k: dataclasses.replace(r, always_legal=False, always_active=False) for k, r in env.roles.items()}
+
+
+def test_role_promises_drop_weights_and_masks_but_not_results(monkeypatch):
+    """A role that promises every action legal and every agent active trains on
+    minibatches without masks or sample weights (None: a plain mean, an unmasked
+    softmax) -- and to the same parameters as the same game without the promises,
+    where the all-True masks and all-one weights are carried and applied."""
+    from jaxagents.learners import ppo
+
+    seen = []
+    real = ppo.ppo_epochs
+
+    def spy(agents, params, opt_state, batches, *a, **k):
+        seen.append({r: (b.mask is None, b.weight is None) for r, b in batches.items()})
+        return real(agents, params, opt_state, batches, *a, **k)
+
+    monkeypatch.setattr(ppo, "ppo_epochs", spy)
+    env = jaxagents.make("prisoners_dilemma")
+    assert all(r.always_legal and r.always_active for r in env.roles.values())
+    cfg = PPOConfig(num_envs=8, num_steps=4, total_timesteps=8 * 4 * 2, update_epochs=2, num_minibatches=2, lr=1e-2)
+    out = {}
+    for name, e in (("promised", env), ("plain", _NoPromises(env))):
+        state, metrics = jax.jit(make_train(cfg, e))(jax.random.key(5))
+        out[name] = (state.params, metrics)
+    assert seen == [{"row": (True, True), "column": (True, True)}, {"row": (False, False), "column": (False, False)}]
+    for a, b in zip(jax.tree.leaves(out["promised"]), jax.tree.leaves(out["plain"])):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+    # critic-free estimators keep the weights: they drop the samples of unfinished episodes
+    crit_free = PPOConfig(num_envs=8, num_steps=4, total_timesteps=8 * 4, advantage="returns")
+    jax.eval_shape(make_train(crit_free, env), jax.random.key(0))
+    assert seen[-1] == {"row": (True, False), "column": (True, False)}
+
+
+def test_unweighted_loss_equals_the_all_ones_weighted_loss():
+    env = jaxagents.make("matching_pennies")
+    cfg = PPOConfig(num_envs=2, num_steps=2, total_timesteps=4)
+    train = make_train(cfg, env)
+    params = jax.jit(train.agents.init)(jax.random.key(0))["row"]
+    k = jax.random.split(jax.random.key(2), 4)
+    shape = (1, 6, 1)
+    b = Batch(
+        obs=jax.random.uniform(k[0], (*shape, 7)), critic_in=None, action=jax.random.randint(k[1], shape, 0, 2),
+        log_prob=jnp.full(shape, -0.69), value=jnp.zeros(shape), mask=jnp.ones((*shape, 2), bool),
+        reset=jnp.zeros(shape, bool), advantage=jax.random.normal(k[2], shape), target=jax.random.normal(k[3], shape),
+        weight=jnp.ones(shape),
+    )
+    hp = HParams.from_config(cfg)
+    h0 = train.agents.modules["row"].initial_state((6, 1))
+    loss = jax.jit(lambda p, batch: role_loss(train.agents, "row", p, batch, hp, h0, True, True))
+    weighted, bare = loss(params, b), loss(params, b.replace(weight=None, mask=None))
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7), weighted, bare)

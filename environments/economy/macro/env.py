@@ -146,6 +146,7 @@ class MacroEconomy(Env):
                 Box(-macro_obs.OBS_CLIP, macro_obs.OBS_CLIP, (dims[r],), jnp.float32),
                 Box(-1.0, 1.0, (ACTION_DIMS[r],), jnp.float32),
                 always_legal=True,
+                always_active=True,
             )
             for r in ROLES
         }

@@ -164,7 +164,7 @@ class Overcooked(Env):
 
         obs_shape = (h, w, obs_lib.NUM_CHANNELS)
         obs_space = Box(0, np.broadcast_to(obs_lib.channel_high(), obs_shape), obs_shape, jnp.uint8)
-        self.roles = {"cook": Role(2, obs_space, Discrete(6), always_legal=True)}
+        self.roles = {"cook": Role(2, obs_space, Discrete(6), always_legal=True, always_active=True)}
         self.global_obs_shape = obs_shape
 
     # ------------------------------------------------------------------ params

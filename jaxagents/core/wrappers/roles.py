@@ -108,7 +108,8 @@ class MergeRoles(Wrapper):
             low = np.full(dim, -np.inf)
             high = np.full(dim, np.inf)
             self._obs_dim[g], self._n_actions[g] = max(obs_dims), max(n_acts)
-            roles[g] = Role(start, Box(low, high, (dim,), jnp.float32), Discrete(max(n_acts)))
+            roles[g] = Role(start, Box(low, high, (dim,), jnp.float32), Discrete(max(n_acts)),
+                            always_active=all(env.roles[m].always_active for m in members))
         self.roles = roles
 
     def encode_obs(self, group: str, member: str, obs):
