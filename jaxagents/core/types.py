@@ -32,9 +32,9 @@ class Role:
             conformance suite checks the promise on rollouts.
         always_active: a static promise that every agent of this role acts at every
             step (its ``active`` is all True: no turns, no agents sitting out).
-            Learners then use constant loss weights, which XLA folds away (~3% of
-            an IPPO update on Overcooked at one member). Checked like
-            ``always_legal``.
+            The PPO family then trains the role without sample weights (a plain
+            mean; with ``always_legal`` also without masks), ~3% of a one-member
+            IPPO update on Overcooked. Checked like ``always_legal``.
     """
 
     num_agents: int
