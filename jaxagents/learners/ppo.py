@@ -120,6 +120,10 @@ class Extension:
         evaluate: ``(state, key) -> metrics``, replaces the default evaluation
             (fresh-episode returns).
         fitness: the learner's default fitness (default: mean episode return).
+        magnet: ``state -> {role: params}``, the policies the roles' regularisers pull
+            towards in this update: ``ent_coef * ((1 - w) H(pi) - w KL(pi || magnet))``
+            replaces the entropy bonus ``ent_coef * H(pi)`` (``update.role_loss``),
+            ``w = magnet_weight``; default: the entropy bonus.
     """
 
     agents: Agents | None = None
@@ -130,6 +134,8 @@ class Extension:
     after_update: Callable[[TrainState, dict], tuple[TrainState, dict]] | None = None
     evaluate: Callable[[TrainState, jax.Array], dict] | None = None
     fitness: Fitness | None = None
+    magnet: Callable[[TrainState], dict] | None = None
+    magnet_weight: float = 1.0
 
 
 def _check_minibatches(cfg: PPOConfig, env, data_shards: int = 1) -> None:
@@ -283,7 +289,9 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
             lr_scale = {r: lr_scale * role_lr_scale.get(r, 1.0) * (state.update >= role_start.get(r, 0)) for r in agents.roles}
         if cfg.ent_coef_final is not None:  # linear entropy annealing (towards Nash in zero-sum self-play)
             hp = hp.replace(ent_coef=hp.ent_coef * (1.0 - progress) + cfg.ent_coef_final * progress)
-        params, opt_state, metrics = ppo_epochs(agents, state.params, state.opt_state, batches, h0, k_upd, hp, lr_scale, **epochs)
+        magnets = ext.magnet(state) if ext.magnet else None
+        params, opt_state, metrics = ppo_epochs(agents, state.params, state.opt_state, batches, h0, k_upd, hp, lr_scale,
+                                                magnets=magnets, magnet_weight=ext.magnet_weight, **epochs)
         metrics.update(episode_metrics(traj, ext.slot_names, data_axis))
         metrics["update"] = state.update + 1
         metrics["env_steps"] = (state.update + 1) * steps_per_update

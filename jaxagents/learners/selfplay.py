@@ -28,6 +28,15 @@ last iterate keeps moving by the gradient noise, and exploitability -- a maximum
 best responses -- is steep there; the average moves far less (Kuhn: see
 docs/results_selfplay.md).
 
+The regulariser's magnet (``magnet``): ``ent_coef`` weighs the policy's entropy (a pull
+towards the uniform policy, ``"uniform"``), or with ``"average"``
+``(1 - w) H(pi) - w KL(pi || pi_average)``, ``w = magnet_weight``: a pull towards the
+parameter average's policy (the magnet of magnetic mirror descent moved to the
+exponential moving average of the parameters, as EMAgnet, Maidment et al. 2026) mixed
+with the entropy's pull towards uniform play. Where the policy equals the average the
+KL term's gradient vanishes, so a fixed point is the entropy-regularised equilibrium at
+``(1 - w) ent_coef``; the KL term is friction against moving away from the average.
+
 A distilled average policy (``average_policy``: an ``AveragePolicyConfig``,
 ``jaxagents.learners.average_policy``): a second network of the same architecture,
 trained after every update by cross-entropy on the actions the learner's own seats took
@@ -77,6 +86,7 @@ from jaxagents.learners.average_policy import AveragePolicyConfig
 from jaxagents.learners.league import LeagueConfig
 
 ROLE = "agents"
+MAGNETS = ("uniform", "average")  # what the ent_coef regulariser pulls the policy towards
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +96,9 @@ class SelfPlayConfig:
     drawn uniformly with probability ``pool_prob``; a ``LeagueConfig`` or a mapping
     of its fields: PFSP over the pool, ``pool_prob`` unused), the parameter average
     (``average_decay``), the distilled average policy (``average_policy``: None, an
-    ``AveragePolicyConfig`` or a mapping of its fields) and the evaluation schedule."""
+    ``AveragePolicyConfig`` or a mapping of its fields), the regulariser's ``magnet``
+    (``MAGNETS``: the uniform policy, i.e. the entropy bonus, or the parameter average,
+    with weight ``magnet_weight`` against the entropy) and the evaluation schedule."""
 
     ppo: ppo.PPOConfig = ppo.PPOConfig(advantage="rae", normalize="none")
     pool_size: int = 0
@@ -98,6 +110,8 @@ class SelfPlayConfig:
     average_decay: float = 0.0
     league: LeagueConfig | None = None
     average_policy: AveragePolicyConfig | None = None
+    magnet: str = "uniform"
+    magnet_weight: float = 1.0
 
     def __post_init__(self):
         if isinstance(self.ppo, dict):
@@ -110,6 +124,13 @@ class SelfPlayConfig:
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
         object.__setattr__(self, "average_decay", check_float("average_decay (0 = no parameter average)", self.average_decay, low=0.0, high=1.0, high_open=True))
         object.__setattr__(self, "pool_prob", check_float("pool_prob", self.pool_prob, low=0.0, high=1.0))
+        if self.magnet not in MAGNETS:
+            raise ValueError(f"magnet must be one of {MAGNETS}, got {self.magnet!r}")
+        object.__setattr__(self, "magnet_weight", check_float("magnet_weight", self.magnet_weight, low=0.0, high=1.0))
+        if self.magnet == "average" and not self.average_decay:
+            raise ValueError("magnet='average' pulls towards the parameter average: set average_decay in (0, 1)")
+        if self.magnet == "average" and self.ppo.network.recurrent:
+            raise ValueError("magnet='average' needs a feed-forward network (network.recurrent=False)")
         if self.pool_size and self.ppo.network.recurrent:
             raise ValueError("opponent pools need a feed-forward network (network.recurrent=False)")
         if isinstance(self.league, dict):
@@ -385,6 +406,8 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
         after_update=after_update,
         evaluate=evaluate_state,
         fitness=fitness,
+        magnet=(lambda state: {ROLE: state.extra.average}) if cfg.magnet == "average" else None,
+        magnet_weight=cfg.magnet_weight,
     )
     learner = ppo.make_train(cfg.ppo, merged, env_params=env_params, callback=callback, extension=extension,
                              data_axis=data_axis, data_shards=data_shards)

@@ -142,13 +142,27 @@ def _wmean(x, w, axis_name=None):
     return jnp.sum(x if w is None else x * w) / jnp.maximum(total, 1.0)
 
 
-def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool, normalize: bool, axis_name=None):
+def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool, normalize: bool, axis_name=None,
+              magnet=None, magnet_weight: float = 1.0):
     """PPO loss of one role on one minibatch ``[T, E, n, ...]``; with ``axis_name``
-    the loss and metrics are this device's shares (see the module docstring)."""
+    the loss and metrics are this device's shares (see the module docstring).
+
+    The regulariser, weighted by ``hp.ent_coef``: the policy's entropy ``H(pi)`` (a pull
+    towards the uniform policy), or with ``magnet`` (a params tree of the role's network,
+    not differentiated) ``(1 - w) H(pi) - w KL(pi || magnet)``, ``w = magnet_weight``:
+    up to terms constant in ``pi`` that is ``-KL(pi || rho)`` for the magnet
+    ``rho ~ magnet^w * uniform^(1 - w)`` (magnetic mirror descent's regulariser)."""
     _, out, value = agents.apply(params, role, h0, b.obs, b.critic_in, b.reset)
     dist = agents.distribution(params, role, out, b.mask)
     log_prob = dist.log_prob(b.action)
     entropy = dist.entropy()
+    if magnet is None:
+        reg = entropy
+    else:
+        magnet = jax.lax.stop_gradient(magnet)
+        _, m_out, _ = agents.apply(magnet, role, h0, b.obs, b.critic_in, b.reset)
+        kl = dist.kl_divergence(agents.distribution(magnet, role, m_out, b.mask))
+        reg = (1.0 - magnet_weight) * entropy - magnet_weight * kl
     w = b.weight
     adv = b.advantage
     if normalize:
@@ -165,12 +179,13 @@ def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool,
     mean = lambda x: _wmean(x, w, axis_name)  # noqa: E731
     pg_loss = mean(pg)
     ent = mean(entropy)
+    reg_mean = ent if magnet is None else mean(reg)
     if value_loss:
         v_clip = b.value + jnp.clip(value - b.value, -hp.clip_eps, hp.clip_eps)
         v_loss = 0.5 * mean(jnp.maximum((value - b.target) ** 2, (v_clip - b.target) ** 2))
     else:
         v_loss = jnp.zeros(())
-    total = pg_loss + hp.vf_coef * v_loss - hp.ent_coef * ent
+    total = pg_loss + hp.vf_coef * v_loss - hp.ent_coef * reg_mean
     metrics = {
         "policy_loss": pg_loss,
         "value_loss": v_loss,
@@ -178,6 +193,8 @@ def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool,
         "approx_kl": mean((ratio - 1.0) - log_ratio),
         "clip_frac": mean((jnp.abs(ratio - 1.0) > hp.clip_eps).astype(jnp.float32)),
     }
+    if magnet is not None:
+        metrics["magnet_kl"] = mean(kl)
     return total, metrics
 
 
@@ -236,7 +253,8 @@ def subsample_agents(batch: Batch, h0, key, k: int):
 def ppo_epochs(
     agents, params, opt_state, batches: dict, h0: dict, key, hp: HParams, lr_scale, *,
     update_epochs: int, num_minibatches: int, optimizer: str = "adam", clip_per_stream: bool = False,
-    normalize_minibatch: bool = True, value_loss: bool = True, axis_name=None,
+    normalize_minibatch: bool = True, value_loss: bool = True, axis_name=None, magnets: dict | None = None,
+    magnet_weight: float = 1.0,
 ):
     """``update_epochs`` passes of ``num_minibatches`` gradient steps over
     ``{role: Batch}``. Each role has its own Adam state and its own gradient clip
@@ -246,7 +264,9 @@ def ppo_epochs(
     ``normalize_minibatch``: advantages normalised per minibatch inside the loss;
     ``value_loss``: whether the critic is trained (critic-free estimators: no);
     ``axis_name``: the data axis the batch is split over (gradients and metrics
-    ``psum``ed, see the module docstring)."""
+    ``psum``ed, see the module docstring); ``magnets``: ``{role: params}``, the policies
+    the roles' regularisers pull towards with weight ``magnet_weight`` (``role_loss``;
+    a role not in it, or None: the entropy bonus alone)."""
     txs = {r: make_optimizer(hp, lr_scale[r] if isinstance(lr_scale, dict) else lr_scale, optimizer,
                              clip_per_stream) for r in agents.roles}
     recurrent = agents.network.recurrent
@@ -256,7 +276,9 @@ def ppo_epochs(
         total, metrics = 0.0, {}
         for role in agents.roles:
             h = hmb[role] if recurrent else agents.modules[role].initial_state(mb[role].obs.shape[1:3])
-            loss, m = role_loss(agents, role, p[role], mb[role], hp, h, value_loss, normalize, axis_name)
+            magnet = None if magnets is None else magnets.get(role)
+            loss, m = role_loss(agents, role, p[role], mb[role], hp, h, value_loss, normalize, axis_name, magnet,
+                                magnet_weight)
             total = total + loss
             metrics.update({f"{k}/{role}": v for k, v in m.items()})
         return total, metrics

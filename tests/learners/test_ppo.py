@@ -244,3 +244,54 @@ def test_unweighted_loss_equals_the_all_ones_weighted_loss():
     loss = jax.jit(lambda p, batch: role_loss(train.agents, "row", p, batch, hp, h0, True, True))
     weighted, bare = loss(params, b), loss(params, b.replace(weight=None, mask=None))
     jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7), weighted, bare)
+
+
+def test_magnet_regulariser_is_minus_the_kl_to_the_magnet():
+    """``role_loss(..., magnet=q)`` weighs ``-KL(pi || pi_q)`` by ``ent_coef`` in place of
+    the entropy (with ``magnet_weight=w``: ``(1 - w) H(pi) - w KL``): checked against the softmaxes of both networks' logits, with an illegal
+    action that must not count; a magnet equal to the policy has KL 0."""
+    env = jaxagents.make("matching_pennies")
+    cfg = PPOConfig(num_envs=2, num_steps=2, total_timesteps=4, ent_coef=0.3)
+    train = make_train(cfg, env)
+    params = jax.jit(train.agents.init)(jax.random.key(0))["row"]
+    # initial actors are near uniform: scaled up, the magnet's policy is far from the policy's
+    magnet = jax.tree.map(lambda x: 30.0 * x, jax.jit(train.agents.init)(jax.random.key(5))["row"])
+    k = jax.random.split(jax.random.key(2), 4)
+    shape = (1, 6, 1)
+    mask = jnp.ones((*shape, 2), bool).at[0, 0, 0, 1].set(False)  # sample 0: only action 0 legal
+    b = Batch(
+        obs=jax.random.uniform(k[0], (*shape, 7)), critic_in=None, action=jnp.zeros(shape, jnp.int32),
+        log_prob=jnp.full(shape, -0.69), value=jnp.zeros(shape), mask=mask,
+        reset=jnp.zeros(shape, bool), advantage=jax.random.normal(k[2], shape), target=jax.random.normal(k[3], shape),
+        weight=jnp.asarray([1.0, 2.0, 0.0, 1.0, 1.0, 3.0]).reshape(shape),
+    )
+    hp = HParams.from_config(cfg)
+    h0 = train.agents.modules["row"].initial_state((6, 1))
+    loss = jax.jit(lambda p, m: role_loss(train.agents, "row", p, b, hp, h0, True, True, magnet=m))
+    plain = jax.jit(lambda p: role_loss(train.agents, "row", p, b, hp, h0, True, True))
+
+    def probs(p):
+        logits = train.agents.logits_fn(p, "row")(b.obs.reshape(6, 7))
+        return np.asarray(jax.nn.softmax(jnp.where(mask.reshape(6, 2), logits, -1e9)), np.float64)
+
+    pi, rho = probs(params), probs(magnet)
+    kl = np.sum(np.where(pi > 0, pi * (np.log(np.maximum(pi, 1e-300)) - np.log(np.maximum(rho, 1e-300))), 0.0), -1)
+    w = np.asarray(b.weight).reshape(6)
+    want_kl = np.sum(w * kl) / np.sum(w)
+    (total, m), (total0, m0) = loss(params, magnet), plain(params)
+    assert kl[0] == 0.0 and want_kl > 1e-3
+    np.testing.assert_allclose(m["magnet_kl"], want_kl, rtol=1e-4)
+    np.testing.assert_allclose(m["entropy"], m0["entropy"], rtol=1e-6)
+    # total = pg + vf * v - ent_coef * reg: the entropy's place taken by -KL
+    np.testing.assert_allclose(total - total0, 0.3 * (float(m0["entropy"]) + want_kl), rtol=1e-4, atol=1e-6)
+    assert "magnet_kl" not in m0
+    # magnet_weight w: (1 - w) H - w KL in the entropy's place
+    mixed = jax.jit(lambda p, m: role_loss(train.agents, "row", p, b, hp, h0, True, True, magnet=m, magnet_weight=0.25))
+    total_w, m_w = mixed(params, magnet)
+    np.testing.assert_allclose(m_w["magnet_kl"], want_kl, rtol=1e-4)
+    np.testing.assert_allclose(total_w - total0, 0.3 * 0.25 * (float(m0["entropy"]) + want_kl), rtol=1e-4, atol=1e-6)
+    _, same = loss(params, params)
+    np.testing.assert_allclose(same["magnet_kl"], 0.0, atol=1e-6)
+    # the magnet is a constant: no gradient flows into it
+    g = jax.grad(lambda q: loss(params, q)[0])(magnet)
+    assert all(float(jnp.max(jnp.abs(x))) == 0.0 for x in jax.tree.leaves(g))
