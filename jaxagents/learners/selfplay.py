@@ -36,6 +36,8 @@ exponential moving average of the parameters, as EMAgnet, Maidment et al. 2026) 
 with the entropy's pull towards uniform play. Where the policy equals the average the
 KL term's gradient vanishes, so a fixed point is the entropy-regularised equilibrium at
 ``(1 - w) ent_coef``; the KL term is friction against moving away from the average.
+On Leduc hold'em it does not help: with ``w = 1`` the policy collapses, with
+``w = 0.5`` it ends level with the entropy alone (docs/results_partners.md).
 
 A distilled average policy (``average_policy``: an ``AveragePolicyConfig``,
 ``jaxagents.learners.average_policy``): a second network of the same architecture,
