@@ -129,6 +129,9 @@ class SelfPlayConfig:
         if self.magnet not in MAGNETS:
             raise ValueError(f"magnet must be one of {MAGNETS}, got {self.magnet!r}")
         object.__setattr__(self, "magnet_weight", check_float("magnet_weight", self.magnet_weight, low=0.0, high=1.0))
+        if self.magnet == "uniform" and self.magnet_weight != SelfPlayConfig.magnet_weight:
+            raise ValueError(f"magnet_weight={self.magnet_weight} has no effect with magnet='uniform' "
+                             "(the entropy bonus): set magnet='average'")
         if self.magnet == "average" and not self.average_decay:
             raise ValueError("magnet='average' pulls towards the parameter average: set average_decay in (0, 1)")
         if self.magnet == "average" and self.ppo.network.recurrent:

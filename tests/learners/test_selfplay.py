@@ -222,6 +222,8 @@ def test_magnet_config_errors():
         SelfPlayConfig(magnet="average")
     with pytest.raises(ValueError, match="magnet_weight"):
         SelfPlayConfig(magnet="average", average_decay=0.9, magnet_weight=1.5)
+    with pytest.raises(ValueError, match="magnet_weight=0.5 has no effect"):
+        SelfPlayConfig(magnet_weight=0.5)
     with pytest.raises(ValueError, match="magnet='average'.*feed-forward"):
         SelfPlayConfig(ppo=dict(network={"recurrent": True}), magnet="average", average_decay=0.9)
 
