@@ -12,7 +12,9 @@ probabilities of the mix (``LeagueConfig.self_play / pfsp / latest``, summing to
   agent's win rate against it and ``f`` the weighting: ``"hard"`` ``(1 - p)^2``
   (the opponents it loses to), ``"variance"`` ``p (1 - p)`` (the even matches),
   ``"uniform"`` 1 (classic fictitious self-play);
-* latest: the newest snapshot.
+* latest: the newest snapshot;
+* exploiter (optional, ``LeagueConfig.exploiter``): the league's main exploiter, a
+  second network that trains only against the main agent (``learners.exploiter``).
 
 Outside self-play games the main agent takes one random seat and trains only on
 that seat's samples; the snapshot plays the others.
@@ -48,6 +50,7 @@ from flax import struct
 
 from jaxagents.core.validate import check_choice, check_float
 from jaxagents.core.wrappers.autoreset import fold_in_each
+from jaxagents.learners.exploiter import ExploiterConfig
 
 
 def _uniform(p):
@@ -75,8 +78,10 @@ class LeagueConfig:
             ``"uniform"`` (see the module docstring).
         self_play, pfsp, latest: the mix: probability that an environment's update
             is a self-play game, a game against a PFSP-drawn snapshot, against the
-            newest snapshot. They sum to 1.
+            newest snapshot. With ``exploiter.share`` they sum to 1.
         payoff_decay: per-update decay of the payoff table's counts, in (0, 1].
+        exploiter: None, or the main exploiter's ``ExploiterConfig`` (or a mapping of
+            its fields): its ``share`` of the games, its optimiser and its resets.
     """
 
     weighting: str = "hard"
@@ -84,6 +89,7 @@ class LeagueConfig:
     pfsp: float = 0.5
     latest: float = 0.15
     payoff_decay: float = 0.99
+    exploiter: ExploiterConfig | None = None
     # not a config key: the ring buffer's configuration keeps no payoff table (``ring_buffer``)
     track_payoff: bool = dataclasses.field(default=True, init=False)
 
@@ -91,10 +97,19 @@ class LeagueConfig:
         check_choice("league.weighting", self.weighting, tuple(WEIGHTINGS))
         for name in ("self_play", "pfsp", "latest"):
             object.__setattr__(self, name, check_float(f"league.{name}", getattr(self, name), low=0.0, high=1.0))
-        total = self.self_play + self.pfsp + self.latest
+        if isinstance(self.exploiter, dict):
+            try:
+                object.__setattr__(self, "exploiter", ExploiterConfig(**self.exploiter))
+            except TypeError as e:  # an unknown key (the runner's config check names it first)
+                raise ValueError(f"league.exploiter: {e}") from None
+        if self.exploiter is not None and not isinstance(self.exploiter, ExploiterConfig):
+            raise ValueError("league.exploiter must be an ExploiterConfig, a mapping of its fields or None, "
+                             f"got {type(self.exploiter).__name__}")
+        total = self.self_play + self.pfsp + self.latest + self.exploiter_share
         if abs(total - 1.0) > 1e-6:
-            raise ValueError(f"league.self_play + league.pfsp + league.latest must be 1 (the mix), got "
-                             f"{self.self_play} + {self.pfsp} + {self.latest} = {total:g}")
+            parts = [self.self_play, self.pfsp, self.latest] + ([self.exploiter_share] if self.exploiter else [])
+            names = "league.self_play + league.pfsp + league.latest" + (" + league.exploiter.share" if self.exploiter else "")
+            raise ValueError(f"{names} must be 1 (the mix), got {' + '.join(f'{x:g}' for x in parts)} = {total:g}")
         object.__setattr__(self, "payoff_decay", check_float("league.payoff_decay", self.payoff_decay, low=0.0, high=1.0,
                                                               low_open=True))
 
@@ -108,7 +123,12 @@ class LeagueConfig:
 
     @property
     def opponent_prob(self) -> float:
+        """Probability of a game against a snapshot."""
         return self.pfsp + self.latest
+
+    @property
+    def exploiter_share(self) -> float:
+        return self.exploiter.share if self.exploiter is not None else 0.0
 
 
 @struct.dataclass
@@ -143,8 +163,9 @@ def pfsp_weights(win_rate: jax.Array, count: jax.Array, weighting: str) -> jax.A
 
 @struct.dataclass
 class Draws:
-    """One update's games, ``[E]`` each: whether the environment meets a snapshot
-    (``use``), which slot (``idx``), and the main agent's seat there (``seat``)."""
+    """One update's games, ``[E]`` each: whether the environment meets a snapshot or
+    the exploiter (``use``), which slot (``idx``; ``pool_size`` for the exploiter), and
+    the main agent's seat there (``seat``)."""
 
     use: jax.Array
     idx: jax.Array
@@ -181,20 +202,25 @@ def draw(cfg: LeagueConfig, key: jax.Array, count: jax.Array, next_slot: jax.Arr
     use = u < cfg.opponent_prob
     if cfg.latest > 0.0:  # the lowest `latest` of the interval picks the newest snapshot
         idx = jnp.where(u < cfg.latest, (next_slot - 1) % pool_size, idx)
+    if cfg.exploiter is not None:  # the next `share` of the interval meets the exploiter, slot pool_size
+        vs_exploiter = (u >= cfg.opponent_prob) & (u < cfg.opponent_prob + cfg.exploiter_share)
+        use = use | vs_exploiter
+        idx = jnp.where(vs_exploiter, pool_size, idx)
     return Draws(use, idx, seat)
 
 
 def outcomes(traj, draws: Draws, pool_size: int, axis_name: str | None = None) -> tuple[jax.Array, jax.Array]:
-    """``(wins f32[K], games f32[K])`` of the main agent in this rollout, per slot:
-    the games against a snapshot (``draws.use``) whose episode started and finished
-    in the rollout; a positive return of the main agent's seat is a win, zero half
-    of one. ``traj``: the merged role's ``Transition`` ``[T, E, n]``."""
+    """``(wins f32[K + 1], games f32[K + 1])`` of the main agent in this rollout, per
+    slot and (last) against the exploiter: the games against an opponent
+    (``draws.use``) whose episode started and finished in the rollout; a positive
+    return of the main agent's seat is a win, zero half of one. ``traj``: the merged
+    role's ``Transition`` ``[T, E, n]``."""
     done = (traj.terminated | traj.truncated)[..., 0]  # [T, E]
     started = jax.lax.cummax(traj.reset[..., 0].astype(jnp.int32), axis=0) > 0  # a first step at or before t
     ret = jnp.sum(jnp.where(traj.learner, traj.episode_return, 0.0), axis=-1)
     score = jnp.where(ret > 0, 1.0, jnp.where(ret < 0, 0.0, 0.5))
     valid = (done & started & draws.use[None, :]).astype(jnp.float32)
-    onehot = jax.nn.one_hot(draws.idx, pool_size, dtype=jnp.float32)  # [E, K]
+    onehot = jax.nn.one_hot(draws.idx, pool_size + 1, dtype=jnp.float32)  # [E, K + 1]
     games = jnp.einsum("te,ek->k", valid, onehot)
     wins = jnp.einsum("te,ek->k", valid * score, onehot)
     if axis_name is not None:

@@ -17,8 +17,11 @@ trains only on its own seats' samples. Pools need a feed-forward network.
 A league (``league``: a ``LeagueConfig``, ``jaxagents.learners.league``) generalises
 the pool: the snapshots are drawn with prioritised fictitious self-play weights from a
 payoff table of win rates kept in the train state, in a mix of self-play, PFSP and
-latest-snapshot games. The plain pool is the league's ``ring_buffer(pool_prob)``
-configuration (uniform weights, no payoff table), with the same random draws.
+latest-snapshot games, and optionally against the league's main exploiter
+(``LeagueConfig.exploiter``, ``jaxagents.learners.exploiter``: a second network that
+trains only against the main agent). The plain pool is the league's
+``ring_buffer(pool_prob)`` configuration (uniform weights, no payoff table), with the
+same random draws.
 
 Policy averaging (``average_decay > 0``): an exponential moving average of the
 parameters (Polyak averaging) is kept in the train state next to the pool, updated
@@ -80,6 +83,7 @@ from flax import struct
 from jaxagents.core.validate import check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
 from jaxagents.learners import average_policy as avg_lib
+from jaxagents.learners import exploiter as exploiter_lib
 from jaxagents.learners import league as league_lib
 from jaxagents.learners import ppo
 from jaxagents.learners.agents import Agents
@@ -187,13 +191,15 @@ class Pool:
 class SelfPlayExtra:
     """Self-play's part of ``TrainState.extra``: the opponent ``pool`` (``Pool`` or
     None), the parameter ``average`` (a params tree, or None), the league's payoff
-    table (``league.LeagueState``, or None without a league) and the ``distilled``
-    average policy (``average_policy.AveragePolicy``, or None)."""
+    table (``league.LeagueState``, or None without a league), the ``distilled``
+    average policy (``average_policy.AveragePolicy``, or None) and the league's main
+    ``exploiter`` (``exploiter.Exploiter``, or None)."""
 
     pool: Pool | None = None
     average: dict | None = None
     league: league_lib.LeagueState | None = None
     distilled: avg_lib.AveragePolicy | None = None
+    exploiter: exploiter_lib.Exploiter | None = None
 
 
 def merge(env):
@@ -312,6 +318,7 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
     E = cfg.ppo.num_envs
     mix = cfg.mix
     tracked = bool(cfg.pool_size) and mix.track_payoff  # a league's payoff table
+    ex_cfg = mix.exploiter  # the league's main exploiter (None: none)
     local_envs = E // data_shards
 
     def init_extra(params, key):
@@ -321,7 +328,8 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
             pool = Pool(stacked, jnp.ones((), jnp.int32), jnp.ones((), jnp.int32) % cfg.pool_size)
         table = league_lib.init_state(key, cfg.pool_size) if tracked else None
         distilled = avg_lib.init(cfg.average_policy, params[ROLE]) if cfg.average_policy else None
-        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None, table, distilled)
+        ex = exploiter_lib.init(ex_cfg, params[ROLE]) if ex_cfg else None
+        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None, table, distilled, ex)
 
     p0 = jax.eval_shape(lambda k: agents.init(k)[ROLE], jax.random.key(0))
     eval_shape = jax.eval_shape(
@@ -343,22 +351,37 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
     def opponents(state, key, env_ids=None):
         d = draws(state, key, state.update, env_ids)
         learner = jnp.where(d.use[:, None], jnp.arange(n)[None, :] == d.seat[:, None], True)
-        opp = jax.tree.map(lambda x: x[d.idx], state.extra.pool.params)
+        table = state.extra.pool.params
+        if ex_cfg:  # the exploiter is slot pool_size, one past the snapshots
+            table = jax.tree.map(lambda buf, p: jnp.concatenate([buf, p[None]]), table, state.extra.exploiter.params)
+        opp = jax.tree.map(lambda x: x[d.idx], table)
         return {ROLE: opp}, {ROLE: learner}
 
     def record_games(state, traj):
-        """The payoff table after this update's finished games against snapshots."""
+        """The payoff table after this update's finished games against snapshots, those
+        games, the update's draws, and the main agent's ``(wins, games)`` against the
+        exploiter."""
         env_ids = ppo.local_env_ids(data_axis, data_shards, local_envs)  # as the rollout's opponents saw them
         d = draws(state, None, state.update - 1, env_ids)
         wins, games = league_lib.outcomes(traj[ROLE], d, cfg.pool_size, data_axis)
-        return league_lib.record(state.extra.league, wins, games, mix.payoff_decay), games
+        K = cfg.pool_size
+        table = league_lib.record(state.extra.league, wins[:K], games[:K], mix.payoff_decay)
+        return table, games[:K], d, (wins[K], games[K])
 
     def after_update(state, traj):
         extra: SelfPlayExtra = state.extra
         update_metrics = {}
         if tracked:
-            table, games = record_games(state, traj)
+            table, games, d, (ex_wins, ex_games) = record_games(state, traj)
             extra = extra.replace(league=table)
+        if ex_cfg:  # the exploiter learns from its games of this rollout, then maybe restarts
+            ex, ex_metrics = exploiter_lib.fit(ex_cfg, agents, ROLE, extra.exploiter, traj[ROLE],
+                                               d.use & (d.idx == cfg.pool_size), cfg.ppo.gamma, data_axis)
+            ex = exploiter_lib.maybe_reset(ex_cfg, ex, state.params[ROLE], state.update)
+            extra = extra.replace(exploiter=ex)
+            update_metrics.update(ex_metrics)
+            update_metrics["league/exploiter_games"] = ex_games
+            update_metrics["league/exploiter_win_rate"] = (ex_wins + 0.5) / (ex_games + 1.0)
         if cfg.average_decay:
             d = cfg.average_decay
             extra = extra.replace(average=jax.tree.map(lambda a, p: d * a + (1.0 - d) * p, extra.average, state.params[ROLE]))

@@ -1,6 +1,8 @@
 """The league (``jaxagents.learners.league``): PFSP weights in closed form, the payoff
 table from known outcomes, sampling frequencies, the ring buffer as one configuration
-of it (the same draws as the pre-league pool), training, resume and populations."""
+of it (the same draws as the pre-league pool), the main exploiter
+(``jaxagents.learners.exploiter``: its draws, its loss's samples, its resets), training,
+resume and populations."""
 
 import os
 
@@ -12,6 +14,7 @@ from flax import struct
 
 import jaxagents
 from jaxagents.core.wrappers.autoreset import fold_in_each
+from jaxagents.learners import exploiter as X
 from jaxagents.learners import league as L
 from jaxagents.learners.selfplay import ROLE, SelfPlayConfig, make_train
 
@@ -50,6 +53,19 @@ def test_config_validation_one_line():
         SelfPlayConfig(pool_size=2, league={"weight": "hard"})
     cfg = SelfPlayConfig(pool_size=2, league={"weighting": "variance"})
     assert cfg.league.weighting == "variance" and cfg.mix is cfg.league
+    for kwargs, match in (
+        (dict(exploiter={}), r"league.self_play \+ league.pfsp \+ league.latest \+ league.exploiter.share must be 1"),
+        (dict(self_play=0.35, pfsp=0.5, latest=0.15, exploiter={"share": 0.0}), "league.exploiter.share"),
+        (dict(self_play=0.0, pfsp=0.0, latest=0.0, exploiter={"share": 1.0}), "league.exploiter.share"),
+        (dict(self_play=0.2, exploiter={"lr": 0.0}), "league.exploiter.lr"),
+        (dict(self_play=0.2, exploiter={"reset_every": -1}), "league.exploiter.reset_every"),
+        (dict(self_play=0.2, exploiter={"shares": 0.15}), "league.exploiter: .*unexpected keyword"),
+        (dict(self_play=0.2, exploiter=0.15), "league.exploiter must be an ExploiterConfig"),
+    ):
+        with pytest.raises(ValueError, match=match) as e:
+            L.LeagueConfig(**kwargs)
+        assert "\n" not in str(e.value)
+    assert L.LeagueConfig(self_play=0.2, exploiter={}).exploiter == X.ExploiterConfig(share=0.15)
     assert SelfPlayConfig(pool_size=2, pool_prob=0.25).mix == L.LeagueConfig.ring_buffer(0.25)
 
 
@@ -62,6 +78,10 @@ def test_runner_config_checks_the_league_section():
         runner.prepare({**base, "train": {"pool_size": 2, "league": {"wieghting": "hard"}}})
     with pytest.raises(ValueError, match="track_payoff|league"):
         runner.prepare({**base, "train": {"pool_size": 2, "league": {"track_payoff": False}}})
+    league = {"self_play": 0.25, "exploiter": {"share": 0.1, "reset_every": 50}}
+    runner.prepare({**base, "train": {"pool_size": 2, "league": league}})
+    with pytest.raises(ValueError, match="exploiter.*reset_evry|reset_evry"):
+        runner.prepare({**base, "train": {"pool_size": 2, "league": {**league, "exploiter": {"reset_evry": 5}}}})
 
 
 # ----------------------------------------------------------------------- draws
@@ -112,6 +132,88 @@ def test_sampling_frequencies_follow_the_weights_and_the_mix():
     np.testing.assert_allclose(seats, [0.5, 0.5], atol=0.005)
 
 
+@pytest.mark.parametrize("split", [False, True])
+def test_exploiter_games_take_a_share_of_the_self_play_games_only(split):
+    """With an exploiter of share s, a fraction s of the environments meets it (slot
+    index K); every other environment draws exactly what the same mix without it
+    (s given back to self-play) draws: same use, slot and seat."""
+    base = L.LeagueConfig(weighting="hard", self_play=0.5, pfsp=0.3, latest=0.2)
+    withx = L.LeagueConfig(weighting="hard", self_play=0.3, pfsp=0.3, latest=0.2, exploiter={"share": 0.2})
+    p = jnp.array([0.1, 0.6, 0.8, 0.5])
+    E = 100_000
+    ids = jnp.arange(E) if split else None
+    a, b = (jax.jit(lambda k, c=c: L.draw(c, k, jnp.int32(3), jnp.int32(2), p, 4, E, 2, ids))(jax.random.key(1))
+            for c in (base, withx))
+    vs = np.asarray(b.idx) == 4
+    assert abs(vs.mean() - 0.2) < 0.005 and np.all(np.asarray(b.use)[vs])
+    assert not np.any(np.asarray(a.use)[vs])  # they were self-play games without the exploiter
+    for f in ("use", "idx", "seat"):
+        np.testing.assert_array_equal(np.asarray(getattr(a, f))[~vs], np.asarray(getattr(b, f))[~vs])
+    np.testing.assert_array_equal(np.asarray(a.seat), np.asarray(b.seat))
+
+
+def test_exploiter_fits_its_own_finished_moves_only():
+    """``exploiter.fit`` on a hand-made Kuhn rollout: the exploiter's moves (opponent
+    seat, in its environments, in episodes that end inside the rollout) where action 0
+    returned +1 and action 1 returned -1 make it prefer action 0 there; changing what
+    happens on every other sample (the main agent's moves, another opponent's
+    environment, an unfinished episode, a seat that is not to move) changes nothing."""
+    env = jaxagents.make("kuhn_poker")
+    from jaxagents.learners.agents import Agents
+    from jaxagents.learners.rollout import Transition
+    from jaxagents.learners.selfplay import merge
+
+    merged = merge(env)
+    agents = Agents(merged, SelfPlayConfig().ppo.network)
+    params = agents.init(jax.random.key(0))[ROLE]
+    D = merged.roles[ROLE].observation_space.shape[0]
+    T, E, n = 2, 8, 2
+    rng = np.random.default_rng(0)
+    obs = np.broadcast_to(rng.normal(size=(1, 1, 1, D)).astype(np.float32), (T, E, n, D)).copy()
+    action = np.zeros((T, E, n), np.int32)
+    action[0, 1::2] = 1  # odd environments take action 1 at t = 0
+    reward = np.zeros((T, E, n), np.float32)
+    reward[0, :, 1] = np.where(np.arange(E) % 2 == 0, 1.0, -1.0)  # seat 1's move at t = 0 pays +-1 at once
+    terminated = np.zeros((T, E, n), bool)
+    terminated[0] = True  # the episode ends at t = 0 (t = 1 starts another that does not end)
+    active = np.zeros((T, E, n), bool)
+    active[:, :, 1] = True  # seat 1 moves
+    learner = np.zeros((T, E, n), bool)
+    learner[:, :, 0] = True  # the main agent in seat 0: seat 1 is the opponent
+    mine = jnp.asarray(np.arange(E) < 6)  # environments 6, 7 meet a snapshot instead
+
+    def transition(reward, action):
+        z = jnp.zeros((T, E, n), jnp.float32)
+        return Transition(jnp.asarray(obs), None, jnp.asarray(action), z, z, None, jnp.zeros((T, E, n), bool),
+                          jnp.asarray(reward), jnp.asarray(terminated), jnp.zeros((T, E, n), bool), jnp.asarray(active),
+                          jnp.asarray(learner), z, z, None)
+
+    cfg = X.ExploiterConfig(lr=1e-2, epochs=20, ent_coef=0.0)
+    fit = jax.jit(lambda tr: X.fit(cfg, agents, ROLE, X.init(cfg, params), tr, mine, 1.0))
+    ex, m = fit(transition(reward, action))
+    assert float(m["exploiter/samples"]) == 6.0
+    probs = lambda p: np.asarray(jax.nn.softmax(agents.logits_fn(p, ROLE)(obs[0, 0, :1])))[0]  # noqa: E731
+    assert probs(ex.params)[0] > probs(params)[0] + 0.1
+
+    noise_r, noise_a = reward.copy(), action.copy()
+    noise_r[0, 6:, 1] = 5.0  # a snapshot's environments
+    noise_r[1] = rng.normal(size=(E, n))  # the unfinished episode at t = 1
+    noise_a[1] = 1 - noise_a[1]
+    noise_r[0, :, 0] = -7.0  # the main agent's seat
+    ex2, m2 = fit(transition(noise_r, noise_a))
+    jax.tree.map(np.testing.assert_array_equal, ex2.params, ex.params)
+    np.testing.assert_array_equal(m2["exploiter/loss"], m["exploiter/loss"])
+
+
+def test_exploiter_restarts_from_the_main_agent():
+    cfg = X.ExploiterConfig(reset_every=4)
+    main = {"w": jnp.ones(3)}
+    ex = X.Exploiter({"w": jnp.full(3, 2.0)}, cfg.optimizer().init({"w": jnp.zeros(3)}))
+    for u, want in ((3, 2.0), (4, 1.0), (8, 1.0)):
+        np.testing.assert_array_equal(X.maybe_reset(cfg, ex, main, jnp.int32(u)).params["w"], np.full(3, want))
+    assert X.maybe_reset(X.ExploiterConfig(), ex, main, jnp.int32(4)) is ex  # reset_every 0: never
+
+
 # ----------------------------------------------------------------------- payoff table
 
 
@@ -147,8 +249,13 @@ def test_payoff_table_from_known_outcomes():
                  jnp.asarray(reset)[..., None].repeat(n, -1), jnp.asarray(learner), jnp.asarray(ret))
     draws = L.Draws(use=jnp.array([True, True, False, True, True]), idx=jnp.array([0, 0, 0, 2, 1]), seat=jnp.asarray(seat))
     wins, games = L.outcomes(traj, draws, 3)
-    np.testing.assert_allclose(games, [3.0, 0.0, 1.0])  # env 0: 2 games, env 1: 1, env 3: 1
-    np.testing.assert_allclose(wins, [1.5, 0.0, 1.0])  # win + draw (1/2) + loss; a win
+    np.testing.assert_allclose(games, [3.0, 0.0, 1.0, 0.0])  # env 0: 2 games, env 1: 1, env 3: 1; no exploiter
+    np.testing.assert_allclose(wins, [1.5, 0.0, 1.0, 0.0])  # win + draw (1/2) + loss; a win
+    # the same game of env 3 against the exploiter (slot K = 3) is credited to it alone
+    wins_x, games_x = L.outcomes(traj, draws.replace(idx=draws.idx.at[3].set(3)), 3)
+    np.testing.assert_allclose(games_x, [3.0, 0.0, 0.0, 1.0])
+    np.testing.assert_allclose(wins_x, [1.5, 0.0, 0.0, 1.0])
+    wins, games = wins[:3], games[:3]
     state = L.init_state(jax.random.key(0), 3)
     state = L.record(state, wins, games, 0.5)
     state = L.record(state, wins, games, 0.5)  # decayed counts: x * 0.5 + x
@@ -168,7 +275,9 @@ TINY = dict(ppo=dict(num_envs=32, num_steps=8, total_timesteps=32 * 8 * 4, updat
 
 @pytest.fixture(scope="module")
 def league_run():
-    cfg = SelfPlayConfig(**TINY, league=dict(weighting="hard", self_play=0.3, pfsp=0.5, latest=0.2, payoff_decay=0.9))
+    exploiter = dict(share=0.2, reset_every=3, lr=0.01)
+    cfg = SelfPlayConfig(**TINY, league=dict(weighting="hard", self_play=0.2, pfsp=0.4, latest=0.2, payoff_decay=0.9,
+                                             exploiter=exploiter))
     train = make_train(cfg, jaxagents.make("kuhn_poker"))
     update = jax.jit(train.update)
     states = [jax.jit(train.init)(jax.random.key(0))]
@@ -191,6 +300,18 @@ def test_league_trains_and_keeps_its_payoff_table(league_run):
     assert np.isfinite(float(rows[2]["eval/exploitability"]))
     # update 1: the table's counts are exactly that update's credited games (nothing decayed yet)
     np.testing.assert_allclose(np.sum(states[1].extra.league.games), float(rows[0]["league/games"]))
+    # the exploiter: its games are credited apart from the snapshots', it trains on its own
+    # moves, and it restarts from the main agent at update 3 (reset_every)
+    assert all(float(r["league/exploiter_games"]) > 0 and float(r["exploiter/samples"]) > 0 for r in rows)
+    assert all(float(r["league/games"]) + float(r["league/exploiter_games"]) <= float(r["episodes"]) for r in rows)
+    assert all(0 < float(r["league/exploiter_win_rate"]) < 1 and np.isfinite(float(r["exploiter/loss"])) for r in rows)
+    def same(s):  # the exploiter's parameters are the main agent's
+        return all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(s.extra.exploiter.params), jax.tree.leaves(s.params[ROLE])))
+
+    assert same(states[0]) and not same(states[2]) and same(states[3]) and not same(states[4])
+    moved = jax.tree.leaves(jax.tree.map(lambda a, b: np.abs(np.asarray(a) - np.asarray(b)).max(), states[2].extra.exploiter.params,
+                                         states[1].extra.exploiter.params))
+    assert max(moved) > 0  # it learns between resets
 
 
 def _host(x):
@@ -257,7 +378,7 @@ def test_ring_buffer_run_is_bit_identical_to_the_pre_league_pool():
 def test_league_inside_a_population():
     from jaxagents.population import Population
 
-    cfg = SelfPlayConfig(**TINY, league=dict(weighting="variance"))
+    cfg = SelfPlayConfig(**TINY, league=dict(weighting="variance", self_play=0.2, exploiter={"share": 0.15}))
     pop = Population(make_train(cfg, jaxagents.make("kuhn_poker")), 2)
     state = jax.jit(pop.init)(jax.random.key(0))
     update = jax.jit(pop.update)
@@ -268,3 +389,7 @@ def test_league_inside_a_population():
     # members draw and record their own games
     assert not np.array_equal(np.asarray(table.wins[0]), np.asarray(table.wins[1]))
     assert np.asarray(m["league/games"]).shape == (2,)
+    # each member has its own exploiter
+    w = jax.tree.leaves(state.members.extra.exploiter.params)[0]
+    assert w.shape[0] == 2 and not np.array_equal(np.asarray(w[0]), np.asarray(w[1]))
+    assert np.asarray(m["league/exploiter_games"]).shape == (2,)

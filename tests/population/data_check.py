@@ -30,11 +30,14 @@ def ippo(d):
 
 
 def selfplay_rae(d):
-    """Self-play on Kuhn poker: RAE table, batch normalisation, an opponent pool, the
-    parameter average and the exact exploitability."""
+    """Self-play on Kuhn poker: RAE table, batch normalisation, a league over the
+    opponent pool (PFSP from the payoff table, the latest snapshot) with a main
+    exploiter (its draws, its psummed policy gradient), the parameter average and the
+    exact exploitability."""
+    league = dict(weighting="hard", self_play=0.4, pfsp=0.2, latest=0.1, exploiter=dict(share=0.3, epochs=2, lr=0.01))
     cfg = SelfPlayConfig(ppo=PPOConfig(num_envs=E, num_steps=T, total_timesteps=E * T * U, update_epochs=2, num_minibatches=1,
                                        advantage="rae", normalize="batch", optimizer="sgd", lr=0.5),
-                         pool_size=2, pool_every=1, pool_prob=0.5, average_decay=0.9, eval_every=U, eval_envs=16, eval_steps=8)
+                         pool_size=2, pool_every=1, league=league, average_decay=0.9, eval_every=U, eval_envs=16, eval_steps=8)
     return selfplay.make_train(cfg, jaxagents.make("kuhn_poker"), data_axis="data", data_shards=d)
 
 
@@ -64,6 +67,7 @@ def run(make, size, pop, data):
 
 
 def diff(a, b):
+    a, b = (jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x for x in (a, b))  # the league's key
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     assert a.shape == b.shape, (a.shape, b.shape)
     nan = np.isnan(a) | np.isnan(b)

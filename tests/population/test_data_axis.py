@@ -33,7 +33,7 @@ ABS_TOL, REL_TOL = 1e-5, 1e-2
 @pytest.mark.slow
 def test_environments_split_over_4_devices_match_one_device():
     """(b) IPPO (GAE, minibatch normalisation) and self-play (RAE table, batch
-    normalisation, opponent pool, parameter average, exact exploitability) on Kuhn
+    normalisation, a league with a main exploiter, parameter average, exact exploitability) on Kuhn
     poker: one IPPO member with its 16 environments over 4 devices, and 2 self-play
     members x 2 data devices, each against a data axis of 1 device. Trajectories and episode counts
     are identical; parameters, optimiser and RAE state and every metric agree within
