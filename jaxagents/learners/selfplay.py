@@ -372,11 +372,11 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
         extra: SelfPlayExtra = state.extra
         update_metrics = {}
         if tracked:
-            table, games, d, (ex_wins, ex_games) = record_games(state, traj)
+            table, games, drawn, (ex_wins, ex_games) = record_games(state, traj)
             extra = extra.replace(league=table)
         if ex_cfg:  # the exploiter learns from its games of this rollout, then maybe restarts
             ex, ex_metrics = exploiter_lib.fit(ex_cfg, agents, ROLE, extra.exploiter, traj[ROLE],
-                                               d.use & (d.idx == cfg.pool_size), cfg.ppo.gamma, data_axis)
+                                               drawn.use & (drawn.idx == cfg.pool_size), cfg.ppo.gamma, data_axis)
             ex = exploiter_lib.maybe_reset(ex_cfg, ex, state.params[ROLE], state.update)
             extra = extra.replace(exploiter=ex)
             update_metrics.update(ex_metrics)
