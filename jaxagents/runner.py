@@ -430,6 +430,30 @@ def restore(run_dir: str):
     return config, learner, state, step
 
 
+def checkpoints(run_dir: str):
+    """Every checkpoint of a run, oldest first: ``(config, learner, [(update, state),
+    ...])``, each ``state`` as ``restore``'s (read only; for analyses over a run's
+    history, e.g. ``baselines/experiments/checkpoint_mixture.py``). The states are
+    restored lazily, one per iteration of the returned generator."""
+    config = read_run_config(run_dir)
+    directory = os.path.join(run_dir, "checkpoints")
+    steps = sorted(int(p) for p in os.listdir(directory) if p.isdigit()) if os.path.isdir(directory) else []
+    if not steps:
+        raise ValueError(f"run {run_dir!r} has no checkpoint yet (one is written every checkpoint_every updates)")
+    learner = build(config)
+    like = _init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
+
+    def states():
+        ckpt = Checkpointer(directory, max_to_keep=None, create=False)
+        try:
+            for step in steps:
+                yield step, ckpt.restore(like, step)[0]
+        finally:
+            ckpt.close()
+
+    return config, learner, states()
+
+
 def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str = "all") -> dict:
     """Evaluate the newest checkpoint of a run (the learner's ``evaluate``: scripted
     opponents and exploitability for self-play -- and for its parameter average, when

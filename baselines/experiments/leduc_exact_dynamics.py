@@ -18,6 +18,9 @@ This script follows that gradient exactly, three ways:
   owner's own reach (the sequence-form average of CFR and fictitious play) or by its full
   reach (how often sampled play visits it: what a network fitted to the sampled actions
   averages); ``--schedule linear`` weights iterate ``t`` by ``t``;
+* ``--magnet-every M`` (tabular): the entropy replaced by ``-KL(pi || rho)`` to a magnet
+  ``rho`` that is replaced by the current policy every ``M`` steps (R-NaD's and moving-magnet
+  MMD's proximal-point scheme);
 * ``fit``: first ``tabular`` for ``--iters`` steps, then the network fitted to that fixed
   point by Adam on cross-entropy over all information states (``--fit-weight uniform`` or
   ``reach``): can the network *represent* a low-exploitability policy?
@@ -28,6 +31,7 @@ and written as JSON (``--out``); ``--plot`` draws every JSON given to it.
     python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 4000 --out t.json
     python baselines/experiments/leduc_exact_dynamics.py network --tau 0.3 --lr 0.05 --iters 2000 --out n.json
     python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.05 --lr 3 --iters 5000 --average own
+    python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 8000 --magnet-every 1000
     python baselines/experiments/leduc_exact_dynamics.py fit --tau 0.3 --lr 10 --iters 1500 --out f.json
     python baselines/experiments/leduc_exact_dynamics.py plot t.json n.json f.json --fig FIG.png
 """
@@ -52,19 +56,23 @@ def probs_of(tree: X.GameTree, logits: jax.Array) -> jax.Array:
     return jax.nn.softmax(jnp.where(tree.legal, logits, -1e9), -1)
 
 
-def objective(tree: X.GameTree, sigma: jax.Array, p: int, tau: float) -> jax.Array:
-    """``v_p + tau * sum over p's nodes of P(n) H(pi(I_n))`` of the policy table ``sigma``."""
-    ent = -jnp.sum(jnp.where(tree.legal, sigma * jnp.log(jnp.maximum(sigma, 1e-30)), 0.0), -1)  # [S]
+def objective(tree: X.GameTree, sigma: jax.Array, p: int, tau: float, magnet: jax.Array | None = None) -> jax.Array:
+    """``v_p + tau * sum over p's nodes of P(n) H(pi(I_n))`` of the policy table ``sigma``;
+    with a ``magnet`` table ``rho``, ``-KL(pi(I_n) || rho(I_n))`` in place of the entropy."""
+    logs = jnp.log(jnp.maximum(sigma, 1e-30))
+    if magnet is not None:
+        logs = logs - jnp.log(jnp.maximum(magnet, 1e-30))
+    ent = -jnp.sum(jnp.where(tree.legal, sigma * logs, 0.0), -1)  # [S]
     own = jnp.where(tree.player == p, ent[jnp.maximum(tree.infostate, 0)], 0.0)
     return X.policy_value(tree, sigma)[p] + tau * jnp.sum(X.node_reach(tree, sigma) * own)
 
 
-def player_objective(tree: X.GameTree, logits: jax.Array, p: int, tau: float) -> jax.Array:
+def player_objective(tree: X.GameTree, logits: jax.Array, p: int, tau: float, magnet=None) -> jax.Array:
     """``objective`` of the softmax of ``logits`` (the expected sampled loss, negated)."""
-    return objective(tree, probs_of(tree, logits), p, tau)
+    return objective(tree, probs_of(tree, logits), p, tau, magnet)
 
 
-def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float, neurd: bool = False) -> jax.Array:
+def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float, neurd: bool = False, magnet=None) -> jax.Array:
     """``f32[S, A]``: each information state's row is the gradient of its owner's objective
     (the other player's policy held fixed): simultaneous self-play gradient ascent.
     ``neurd``: the gradient with respect to the probabilities instead of the logits (the
@@ -73,9 +81,9 @@ def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float, neurd: bo
     ignores): a multiplicative-weights (Hedge) step, with reach-scaled step sizes."""
     if neurd:
         sigma = probs_of(tree, logits)
-        grad = lambda p: jax.grad(objective, 1)(tree, sigma, p, tau)
+        grad = lambda p: jax.grad(objective, 1)(tree, sigma, p, tau, magnet)
     else:
-        grad = lambda p: jax.grad(player_objective, 1)(tree, logits, p, tau)
+        grad = lambda p: jax.grad(player_objective, 1)(tree, logits, p, tau, magnet)
     g = jnp.zeros_like(logits)
     for p in (0, 1):
         g = g + jnp.where((tree.infostate_player == p)[:, None], grad(p), 0.0)
@@ -85,17 +93,12 @@ def selfplay_gradient(tree: X.GameTree, logits: jax.Array, tau: float, neurd: bo
 def infostate_weight(tree: X.GameTree, sigma: jax.Array, weight: str) -> jax.Array:
     """``f32[S]``: how much an iterate ``sigma`` counts at each information state in a
     policy average. ``own``: the owner's own reach probability (the sequence-form average
-    that CFR and fictitious play keep), up to a per-state constant that cancels in the
-    average: the reach with the *other* player uniform. ``visit``: the state's full reach
+    that CFR and fictitious play keep; ``exploitability.own_reach``). ``visit``: the state's full reach
     (chance, both players), i.e. how often sampled self-play visits it -- what a network
     fitted to the iterates' sampled actions averages."""
-    owner = tree.infostate_player[:, None]
     if weight == "own":
-        uniform = X.uniform_policy(tree)
-        reach = jnp.stack([X.node_reach(tree, jnp.where(owner == p, sigma, uniform)) for p in (0, 1)], -1)  # [N, 2]
-        reach = jnp.take_along_axis(reach, jnp.maximum(tree.player, 0)[:, None], 1)[:, 0]
-    else:
-        reach = X.node_reach(tree, sigma)
+        return X.own_reach(tree, sigma)
+    reach = X.node_reach(tree, sigma)
     seg = jnp.where(tree.infostate >= 0, tree.infostate, tree.num_infostates)  # terminals: a dump segment
     return jax.ops.segment_sum(reach, seg, tree.num_infostates + 1)[:-1]
 
@@ -128,11 +131,26 @@ def follow(tree, step, policy_of, init, iters, points, average=None, schedule="u
     return curve, x
 
 
-def tabular(tree, tau, lr, iters, points, average=None, schedule="uniform", neurd=False):
-    """Gradient ascent on a logits table; returns ``(curve, final logits)`` (``follow``)."""
-    step = lambda th: th + lr * selfplay_gradient(tree, th, tau, neurd)
-    return follow(tree, step, lambda th: probs_of(tree, th), jnp.zeros(tree.legal.shape, jnp.float32), iters,
-                  points, average, schedule)
+def tabular(tree, tau, lr, iters, points, average=None, schedule="uniform", neurd=False, magnet_every=0):
+    """Gradient ascent on a logits table; returns ``(curve, final logits)`` (``follow``).
+    ``magnet_every`` > 0: the entropy becomes ``-KL(pi || rho)`` to a magnet ``rho``
+    (uniform at first) replaced by the current policy every ``magnet_every`` steps --
+    the proximal-point scheme of R-NaD and of magnetic mirror descent with a moving
+    magnet, in the sampled loss's reach weighting."""
+    th0 = jnp.zeros(tree.legal.shape, jnp.float32)
+    if not magnet_every:
+        step = lambda th: th + lr * selfplay_gradient(tree, th, tau, neurd)
+        return follow(tree, step, lambda th: probs_of(tree, th), th0, iters, points, average, schedule)
+
+    def step(x):
+        th, rho, t = x
+        th = th + lr * selfplay_gradient(tree, th, tau, neurd, magnet=rho)
+        t = t + 1
+        return th, jnp.where(t % magnet_every == 0, probs_of(tree, th), rho), t
+
+    curve, (th, _, _) = follow(tree, step, lambda x: probs_of(tree, x[0]), (th0, X.uniform_policy(tree), jnp.int32(0)),
+                               iters, points, average, schedule)
+    return curve, th
 
 
 def make_network(tree, hidden, seed, onehot=False):
@@ -223,6 +241,8 @@ def main():
                    help="tabular/network: also the reach-weighted average of the iterates' policies")
     p.add_argument("--neurd", action="store_true", help="tabular/network: the probability gradient (no softmax Jacobian)")
     p.add_argument("--schedule", choices=("uniform", "linear"), default="uniform", help="the average's iterate weights")
+    p.add_argument("--magnet-every", type=int, default=0,
+                   help="tabular: KL to a magnet replaced by the current policy every this many steps (0: entropy)")
     p.add_argument("--fit-steps", type=int, default=4000)
     p.add_argument("--fit-weight", choices=("uniform", "reach"), default="reach")
     p.add_argument("--out", default=None)
@@ -232,10 +252,13 @@ def main():
         if not a.files or not a.fig:
             p.error("plot needs JSON files and --fig")
         return plot(a.files, a.fig)
+    if a.magnet_every < 0 or (a.magnet_every and a.mode != "tabular"):
+        p.error(f"--magnet-every must be >= 0 and goes with the tabular mode, got {a.magnet_every} ({a.mode})")
     tree, hidden, t0 = LeducPoker().game_tree(), [int(h) for h in a.hidden.split(",")], time.time()
     if a.mode == "tabular":
-        curve, _ = tabular(tree, a.tau, a.lr, a.iters, a.points, a.average, a.schedule, a.neurd)
-        label = f"tabular{' NeuRD' if a.neurd else ''}, tau {a.tau}, lr {a.lr}"
+        curve, _ = tabular(tree, a.tau, a.lr, a.iters, a.points, a.average, a.schedule, a.neurd, a.magnet_every)
+        magnet = f", magnet every {a.magnet_every}" if a.magnet_every else ""
+        label = f"tabular{' NeuRD' if a.neurd else ''}, tau {a.tau}, lr {a.lr}{magnet}"
     elif a.mode == "network":
         curve = network(tree, a.tau, a.lr, a.iters, a.points, hidden, a.seed, a.onehot, a.average, a.schedule, a.neurd)
         label = f"MLP {a.hidden}{' on one-hot ids' if a.onehot else ''}{' NeuRD' if a.neurd else ''}, tau {a.tau}, lr {a.lr}"

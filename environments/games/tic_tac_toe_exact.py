@@ -64,18 +64,35 @@ def board_observation(board: jax.Array, seat: int) -> jax.Array:
     return marks.reshape(*board.shape[:-1], 3, 3, 2)
 
 
-def outcomes_vs_minimax(policies: dict) -> dict:
+def outcomes_vs_minimax(policies: dict, weights: jax.Array | None = None) -> dict:
     """Exact outcome probabilities of a policy against minimax.
 
     Args:
         policies: ``{"first": logits_fn, "second": logits_fn}``, each ``obs f32[S, 3,
             3, 2] -> logits f32[S, 9]`` in the env's observation format.
+        weights: ``f32[K]``, or None: with weights, each ``logits_fn`` returns ``[K, S,
+            9]``, the members of a mixed strategy drawn once per game with these
+            probabilities (normalised here); minimax is fixed, so each outcome's
+            probability is the members' weighted mean.
 
     Returns ``{"minimax/greedy/loss/seat{k}", "minimax/greedy/win/seat{k}",
     "minimax/exact/loss/seat{k}", "minimax/exact/win/seat{k}"}`` for the learner in
     seat ``k`` (0 plays X, first). Jit-able; one network pass over the positions per
     seat.
     """
+    pos = positions()
+    board = jnp.asarray(pos["board"])
+    logits = {role: policies[role](board_observation(board, seat)) for seat, role in enumerate(ROLES)}
+    if weights is None:
+        return _outcomes(logits)
+    w = jnp.asarray(weights, jnp.float32)
+    per_member = jax.vmap(_outcomes)(logits)  # {metric: [K]}
+    return {k: jnp.sum(w * v) / jnp.sum(w) for k, v in per_member.items()}
+
+
+def _outcomes(logits: dict) -> dict:
+    """``outcomes_vs_minimax`` of one policy given its logits ``{role: f32[R, 9]}`` over
+    every position."""
     pos = positions()
     board, mover, child = (jnp.asarray(pos[k]) for k in ("board", "mover", "child"))
     legal, minimax, winner = jnp.asarray(pos["legal"]), jnp.asarray(pos["minimax"]), jnp.asarray(pos["winner"])
@@ -84,9 +101,9 @@ def outcomes_vs_minimax(policies: dict) -> dict:
     start = jnp.zeros(R, jnp.float32).at[0].set(1.0)
     out = {}
     for seat, role in enumerate(ROLES):
-        logits = jnp.where(legal, policies[role](board_observation(board, seat)), -jnp.inf)
-        sampled = jnp.where(legal, jax.nn.softmax(logits, -1), 0.0)
-        greedy = jax.nn.one_hot(jnp.argmax(logits, -1), 9) * jnp.any(legal, -1, keepdims=True)
+        logits_r = jnp.where(legal, logits[role], -jnp.inf)
+        sampled = jnp.where(legal, jax.nn.softmax(logits_r, -1), 0.0)
+        greedy = jax.nn.one_hot(jnp.argmax(logits_r, -1), 9) * jnp.any(legal, -1, keepdims=True)
         for name, pi in (("greedy", greedy), ("exact", sampled)):
             move = jnp.where((mover == seat)[:, None], pi, minimax)
             mass, lost, won = start, 0.0, 0.0

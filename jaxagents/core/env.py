@@ -21,11 +21,14 @@ forward (translating state, observations and actions as they change them):
 * ``scripted_policies()``: named players the game knows how to play (tic-tac-toe's
   minimax), ``{name: fn(state, key) -> {role: action[n, ...]}}`` on one unbatched
   state; every role gets an action and the caller uses the slots it wants.
-* ``exact_evaluation(params)``: ``None`` or a jit-able ``fn(policies) -> {metric:
-  f32[]}`` that scores policies without sampling, where ``policies`` is ``{role:
-  logits_fn}`` and ``logits_fn(obs[S, *obs_shape]) -> logits[S, A]`` is a role's
-  policy on this env's observations (exact exploitability of the poker games, exact
-  outcomes against minimax in tic-tac-toe).
+* ``exact_evaluation(params)``: ``None`` or a jit-able ``fn(policies, weights=None)
+  -> {metric: f32[]}`` that scores policies without sampling, where ``policies`` is
+  ``{role: logits_fn}`` and ``logits_fn(obs[S, *obs_shape]) -> logits[S, A]`` is a
+  role's policy on this env's observations (exact exploitability of the poker games,
+  exact outcomes against minimax in tic-tac-toe). With ``weights`` ``f32[K]`` every
+  ``logits_fn`` returns ``logits[K, S, A]``: a mixed strategy that draws member ``k``
+  with probability ``weights[k]`` (normalised) once per game and plays it throughout,
+  scored as that mixture (a population's or a run's snapshots as one agent).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ State = Any
 Params = Any
 ScriptedPolicy = Callable[[State, jax.Array], dict]  # (state, key) -> {role: action[n, ...]}
 LogitsFn = Callable[[jax.Array], jax.Array]  # obs[S, *obs_shape] -> logits[S, A]
-ExactEvaluator = Callable[[dict], dict]  # {role: LogitsFn} -> {metric: f32[]}
+ExactEvaluator = Callable[..., dict]  # ({role: LogitsFn}, weights f32[K] | None) -> {metric: f32[]}
 
 
 @struct.dataclass

@@ -28,6 +28,7 @@ import optax
 from flax import struct
 
 from jaxagents.core.validate import check_float, check_positive_int
+from jaxagents.learners.update import full_batch_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,20 +80,11 @@ def fit(cfg: AveragePolicyConfig, agents, role: str, avg: AveragePolicy, tr, axi
     mask = None if tr.mask is None else tr.mask.reshape(-1, tr.mask.shape[-1])  # None: all legal
     total = jnp.sum(weight) if axis_name is None else jax.lax.psum(jnp.sum(weight), axis_name)
     total = jnp.maximum(total, 1.0)
-    tx = cfg.optimizer()
-
     def loss(params):
         out = agents.logits_fn(params, role)(obs)
         nll = -agents.distribution(params, role, out, mask).log_prob(action)
-        return jnp.sum(weight * nll) / total  # this device's share of the mean
+        return jnp.sum(weight * nll) / total, ()  # this device's share of the mean
 
-    def step(carry, _):
-        params, opt_state = carry
-        value, grads = jax.value_and_grad(loss)(params)
-        if axis_name is not None:
-            value, grads = jax.lax.psum((value, grads), axis_name)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), value
-
-    (params, opt_state), values = jax.lax.scan(step, (avg.params, avg.opt_state), None, length=cfg.epochs)
-    return AveragePolicy(params, opt_state), values[-1]
+    params, opt_state, (value, _) = full_batch_steps(loss, avg.params, avg.opt_state, cfg.optimizer(), cfg.epochs,
+                                                     axis_name)
+    return AveragePolicy(params, opt_state), value

@@ -59,7 +59,10 @@ wrappers forward:
   the shared policy is handed over as one logits function per original role, on
   that role's own observations (``MergeRoles`` encodes them), and its metrics are
   reported under ``eval/`` -- exact exploitability for Kuhn poker (one hand) and
-  Leduc hold'em, exact outcome probabilities against minimax for tic-tac-toe.
+  Leduc hold'em, exact outcome probabilities against minimax for tic-tac-toe;
+  with an opponent pool also the pool's snapshots as one mixed strategy (each game
+  draws one filled slot uniformly and plays it throughout: the population as one
+  agent, the quantity PSRO reports for its meta-strategy), under ``eval/pool/``.
 
 The default fitness (for populations) is minus the exploitability where the game
 has one, else the mean return against the random opponent.
@@ -265,11 +268,17 @@ def make_evaluate(agents, merged, env_params, opponents: dict, exact, num_envs: 
             m[f"loss/seat{s}"] = jnp.sum(w * (mine < 0)) / cnt
         return m
 
-    def evaluate_exact(params, prefix="eval/"):
-        """The game's sampling-free measures of the shared policy ``params``."""
+    def evaluate_exact(params, prefix="eval/", weights=None):
+        """The game's sampling-free measures of the shared policy ``params``; with
+        ``weights`` ``f32[K]``, of the mixed strategy over the ``K`` stacked ``params``."""
         if exact is None:
             return {}
-        return {f"{prefix}{k}": v for k, v in exact({ROLE: agents.logits_fn(params, ROLE)}).items()}
+        if weights is None:
+            out = exact({ROLE: agents.logits_fn(params, ROLE)})
+        else:
+            members = lambda obs: jax.vmap(lambda p: agents.logits_fn(p, ROLE)(obs))(params)  # [K, S, A]
+            out = exact({ROLE: members}, weights)
+        return {f"{prefix}{k}": v for k, v in out.items()}
 
     def evaluate(params, key):
         metrics = {}
@@ -307,12 +316,15 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
     exact = merged.exact_evaluation(env_params)
     evaluate = make_evaluate(agents, merged, env_params, scripted_opponents(merged), exact, cfg.eval_envs, cfg.eval_steps)
 
-    def evaluate_all(params, average, distilled, key):
+    def evaluate_all(params, average, distilled, pool, key):
         metrics = evaluate(params, key)
         if average is not None:
             metrics.update(evaluate.exact(average, "eval/average/"))
         if distilled is not None:
             metrics.update(evaluate.exact(distilled, "eval/distilled/"))
+        if pool is not None:  # the filled slots as one mixed strategy
+            filled = (jnp.arange(cfg.pool_size) < pool.count).astype(jnp.float32)
+            metrics.update(evaluate.exact(pool.params, "eval/pool/", weights=filled))
         return metrics
 
     E = cfg.ppo.num_envs
@@ -332,9 +344,13 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
         return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None, table, distilled, ex)
 
     p0 = jax.eval_shape(lambda k: agents.init(k)[ROLE], jax.random.key(0))
+    pool0 = None
+    if cfg.pool_size:
+        pool0 = Pool(jax.tree.map(lambda x: jax.ShapeDtypeStruct((cfg.pool_size, *x.shape), x.dtype), p0),
+                     jax.ShapeDtypeStruct((), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32))
     eval_shape = jax.eval_shape(
-        lambda k, avg, dist: evaluate_all(agents.init(k)[ROLE], avg, dist, k), jax.random.key(0),
-        p0 if cfg.average_decay else None, p0 if cfg.average_policy else None,
+        lambda k, avg, dist, pool: evaluate_all(agents.init(k)[ROLE], avg, dist, pool, k), jax.random.key(0),
+        p0 if cfg.average_decay else None, p0 if cfg.average_policy else None, pool0,
     )
 
     def draws(state, key, update, env_ids):
@@ -410,7 +426,7 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
         k_eval = jax.random.fold_in(state.key, 7)
         metrics = jax.lax.cond(
             due,
-            lambda: evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), k_eval),
+            lambda: evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), extra.pool, k_eval),
             lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), eval_shape),
         )
         return state, {**update_metrics, **metrics}
@@ -418,8 +434,8 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
     def evaluate_state(state, key):
         extra: SelfPlayExtra | None = state.extra
         if extra is None:
-            return evaluate_all(state.params[ROLE], None, None, key)
-        return evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), key)
+            return evaluate_all(state.params[ROLE], None, None, None, key)
+        return evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), extra.pool, key)
 
     if "eval/exploitability" in eval_shape:
         fitness = Fitness(("eval/exploitability",), sign=-1.0)

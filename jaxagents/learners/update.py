@@ -142,6 +142,29 @@ def _wmean(x, w, axis_name=None):
     return jnp.sum(x if w is None else x * w) / jnp.maximum(total, 1.0)
 
 
+def full_batch_steps(loss_fn, params, opt_state, tx: optax.GradientTransformation, epochs: int,
+                     axis_name: str | None = None):
+    """``epochs`` steps of ``tx`` on one full batch, as a ``lax.scan`` (the side networks'
+    fits: ``average_policy.fit``, ``exploiter.fit``).
+
+    ``loss_fn(params) -> (loss, aux)``: this device's share of a weighted mean (see the
+    module docstring); with ``axis_name`` the loss, ``aux`` and the gradients are
+    ``psum``med before the optimiser, so every device takes the same step. Returns
+    ``(params, opt_state, (loss, aux))``, the loss and ``aux`` of the last step's
+    parameters *before* that step."""
+
+    def step(carry, _):
+        params, opt_state = carry
+        out, grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        if axis_name is not None:
+            out, grads = jax.lax.psum((out, grads), axis_name)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), out
+
+    (params, opt_state), outs = jax.lax.scan(step, (params, opt_state), None, length=epochs)
+    return params, opt_state, jax.tree.map(lambda x: x[-1], outs)
+
+
 def role_loss(agents, role, params, b: Batch, hp: HParams, h0, value_loss: bool, normalize: bool, axis_name=None,
               magnet=None, magnet_weight: float = 1.0):
     """PPO loss of one role on one minibatch ``[T, E, n, ...]``; with ``axis_name``

@@ -69,15 +69,13 @@ def _own_reach_brute_force(tree, sigma):
 
 
 def test_average_weights(dyn, tree):
-    """``--average own``: proportional to the owner's own reach, by a factor that does not
-    depend on the policy (so it cancels in the average); ``visit``: the information
-    state's total reach probability, chance and both players."""
-    ratios = []
+    """``--average own``: the owner's own reach (``exploitability.own_reach``, against a
+    walk up every node's ancestors); ``visit``: the information state's total reach
+    probability, chance and both players."""
     for seed in range(3):
         sigma = np.asarray(dyn.probs_of(tree, 3 * jax.random.normal(jax.random.key(seed), tree.legal.shape)))
-        ratios.append(np.asarray(dyn.infostate_weight(tree, jnp.asarray(sigma), "own")) / _own_reach_brute_force(tree, sigma))
-    np.testing.assert_allclose(ratios[1], ratios[0], rtol=1e-5)
-    np.testing.assert_allclose(ratios[2], ratios[0], rtol=1e-5)
+        np.testing.assert_allclose(dyn.infostate_weight(tree, jnp.asarray(sigma), "own"), _own_reach_brute_force(tree, sigma),
+                                   rtol=1e-5)
     sigma = dyn.probs_of(tree, jax.random.normal(jax.random.key(7), tree.legal.shape))
     visit = np.asarray(dyn.infostate_weight(tree, sigma, "visit"))
     reach, inf = np.asarray(X.node_reach(tree, sigma)), np.asarray(tree.infostate)
@@ -90,3 +88,15 @@ def test_average_of_a_fixed_policy_is_that_policy(dyn, tree):
     curve, _ = dyn.follow(tree, lambda x: x, lambda x: dyn.probs_of(tree, x), logits, 4, 2, average="own", schedule="linear")
     for _, iterate, average in curve[1:]:
         assert average == pytest.approx(iterate, abs=1e-5)
+
+
+def test_magnet_refreshed_every_step_is_no_regulariser(dyn, tree):
+    """``--magnet-every 1``: the magnet is always the current policy, where the KL's
+    gradient vanishes, so the steps are those of the unregularised (tau 0) dynamics;
+    a magnet kept for longer does pull (the curve differs)."""
+    plain, th_plain = dyn.tabular(tree, tau=0.0, lr=5.0, iters=20, points=4)
+    every, th_every = dyn.tabular(tree, tau=0.3, lr=5.0, iters=20, points=4, magnet_every=1)
+    np.testing.assert_allclose(th_every, th_plain, atol=1e-4)
+    np.testing.assert_allclose([e for _, e in every], [e for _, e in plain], atol=1e-5)
+    _, th_slow = dyn.tabular(tree, tau=0.3, lr=5.0, iters=20, points=4, magnet_every=10)
+    assert np.abs(np.asarray(th_slow) - np.asarray(th_plain)).max() > 1e-2

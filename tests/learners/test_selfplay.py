@@ -53,6 +53,31 @@ def test_pool_ring_buffer(kuhn_run):
     jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), latest, state.params[ROLE])
 
 
+def test_pool_is_evaluated_as_one_mixed_strategy(kuhn_run):
+    """``eval/pool/exploitability``: the pool's filled slots as one mixed strategy, the
+    same number as the mixture of the slots' tables computed from the game tree."""
+    from jaxagents.evaluation.exploitability import mixture_policy, policy_from_fn
+    from jaxagents.learners.selfplay import merge
+
+    train, state, metrics, _ = kuhn_run
+    pool_expl = np.asarray(metrics["eval/pool/exploitability"])
+    np.testing.assert_array_equal(np.isnan(pool_expl), np.isnan(np.asarray(metrics["eval/exploitability"])))
+    env = jaxagents.make("kuhn_poker")
+    tree, merged = env.game_tree(), merge(env)
+
+    def table(p):
+        return policy_from_fn(tree, merged.env.inner_policies(merged.inner_policies({ROLE: train.agents.logits_fn(p, ROLE)})))
+
+    slots = [jax.tree.map(lambda x: x[i], state.extra.pool.params) for i in range(3)]
+    tables = jnp.stack([table(p) for p in slots])
+    want = float(exploitability(tree, mixture_policy(tree, tables)))
+    got = float(jax.jit(train.evaluate)(state, jax.random.key(3))["eval/pool/exploitability"])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert np.isclose(pool_expl[-1], want, rtol=1e-5)  # the last update evaluated the same pool
+    singles = [float(exploitability(tree, t)) for t in tables]
+    assert min(abs(want - x) for x in singles) > 1e-4  # a mixture, not one of its members
+
+
 def test_parameter_average_is_an_ema_and_evaluated(kuhn_run):
     train, new, metrics, before = kuhn_run
     # the last update: average' = 0.9 * average + 0.1 * params'
@@ -194,6 +219,12 @@ def test_tic_tac_toe_exact_minimax_evaluation_through_merged_roles():
         assert float(m[f"minimax/greedy/loss/seat{seat}"]) == 0.0 and float(m[f"minimax/greedy/win/seat{seat}"]) == 0.0
     first_cell = jax.jit(lambda: exact({ROLE: lambda o: -jnp.arange(9.0) * jnp.ones((o.shape[0], 1))}))()
     assert float(first_cell["minimax/greedy/loss/seat0"]) == 1.0  # X: 0, 1, 2 in a row is always blocked, then lost
+    # a mixed strategy of the two (drawn once per game): each outcome is the weighted mean
+    both = lambda o: jnp.stack([perfect(o), -jnp.arange(9.0) * jnp.ones((o.shape[0], 1))])  # [2, S, 9]
+    mixed = jax.jit(lambda: exact({ROLE: both}, jnp.array([1.0, 3.0])))()
+    for k in mixed:
+        np.testing.assert_allclose(mixed[k], 0.25 * m[k] + 0.75 * first_cell[k], atol=1e-6)
+    assert float(mixed["minimax/greedy/loss/seat0"]) == 0.75
 
 
 def test_wrapped_env_keeps_its_evaluators():

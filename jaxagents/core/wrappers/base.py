@@ -84,4 +84,4 @@ class Wrapper(Env):
         inner = self.env.exact_evaluation(params)
         if inner is None:
             return None
-        return lambda policies: inner(self.inner_policies(policies))
+        return lambda policies, weights=None: inner(self.inner_policies(policies), weights)

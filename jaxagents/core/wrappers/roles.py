@@ -157,7 +157,7 @@ class MergeRoles(Wrapper):
                 continue
             for m in members:
                 n = self.env.roles[m].action_space.n
-                out[m] = lambda obs, g=g, m=m, n=n: policies[g](self.encode_obs(g, m, obs))[:, :n]
+                out[m] = lambda obs, g=g, m=m, n=n: policies[g](self.encode_obs(g, m, obs))[..., :n]
         return out
 
     def _split(self, actions):
