@@ -41,6 +41,8 @@ def analyse(run_dir: str, fractions: list[float]) -> dict:
     config, learner, states = runner.checkpoints(run_dir)
     if config.get("learner") != "selfplay":
         raise ValueError(f"{run_dir}: checkpoint_mixture reads self-play runs, this one is {config.get('learner')!r}")
+    if config.get("population") is not None:
+        raise ValueError(f"{run_dir}: checkpoint_mixture reads runs of one member (num_seeds), not populations")
     exact = learner.env.exact_evaluation(learner.env_params)  # self-play's merged view of the game
     if exact is None:
         raise ValueError(f"{run_dir}: the game ({config['env']}) has no exact evaluation")
