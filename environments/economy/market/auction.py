@@ -103,7 +103,8 @@ def key_bits(num_resources: int, num_levels: int) -> int:
     return 32 - (2 * num_resources * num_levels).bit_length()
 
 
-def match(book: OrderBook, num_resources: int, num_levels: int, rank_span: int) -> jax.Array:
+def match(book: OrderBook, num_resources: int, num_levels: int, rank_span: int,
+          same_step_price: str = "arrival") -> jax.Array:
     """Match the book (see the module docstring); owners are ignored.
 
     Args:
@@ -112,6 +113,10 @@ def match(book: OrderBook, num_resources: int, num_levels: int, rank_span: int) 
         num_resources: ``R``; resources of open orders lie in ``0..R-1``.
         num_levels: ``P``; levels of open orders lie in ``0..P-1``.
         rank_span: arrival ranks lie in ``0..rank_span-1``.
+        same_step_price: the price of a pair whose two orders were placed in the same
+            step: ``"arrival"`` (the earlier arrival's, rule 3) or ``"ask"`` (the ask's,
+            as the AI Economist's auction does; ``gtb`` uses it). Pairs of different
+            steps always trade at the older order's price.
 
     Precondition (the environment guarantees it): ``(time, rank)`` is unique among open
     orders and ``(max time - min time + 1) * rank_span <= 2 ** key_bits(R, P)``.
@@ -154,6 +159,10 @@ def match(book: OrderBook, num_resources: int, num_levels: int, rank_span: int) 
     ask_level = jnp.where(side == BID, p_level, level)
     trades = has_partner & (bid_level >= ask_level)
     # the earlier order's price; an exact tie (impossible in the env) takes the ask's
+    if same_step_price == "ask":  # compare the steps only (rank_span is a power of two)
+        seq, p_seq = seq // jnp.uint32(rank_span), p_seq // jnp.uint32(rank_span)
+    elif same_step_price != "arrival":
+        raise ValueError(f"same_step_price must be 'arrival' or 'ask', got {same_step_price!r}")
     fill = jnp.where(seq < p_seq, level, jnp.where(seq > p_seq, p_level, ask_level))
     return jnp.where(trades, fill, EMPTY).reshape(book.level.shape)
 
