@@ -56,7 +56,11 @@ class Draws:
     Attributes:
         priority: ``i32[N]`` distinct; the visiting order of moves (smaller first).
         bonus: ``f32[N]`` uniforms; a citizen gathers two units when ``bonus < bonus_prob``.
-        regen: ``f32[2, H, W]`` uniforms; an empty source tile regrows when ``regen < regen_prob``.
+        regen: ``f32[S]`` uniforms, one per source tile (``env.source_tiles``, in
+            row-major order of stone's tiles then wood's); an empty source tile regrows
+            when ``regen < regen_prob``. (Drawing only these, not a whole map per
+            resource as the AI Economist does, keeps a step's random numbers at
+            ``2N + S``.)
     """
 
     priority: jax.Array
@@ -64,10 +68,10 @@ class Draws:
     regen: jax.Array
 
     @classmethod
-    def sample(cls, key, num_citizens: int, height: int, width: int) -> "Draws":
+    def sample(cls, key, num_citizens: int, num_sources: int) -> "Draws":
         k1, k2, k3 = jax.random.split(key, 3)
         return cls(priority=arrival_ranks(k1, num_citizens), bonus=jax.random.uniform(k2, (num_citizens,)),
-                   regen=jax.random.uniform(k3, (2, height, width)))
+                   regen=jax.random.uniform(k3, (num_sources,)))
 
 
 def equality_productivity(total: jax.Array) -> dict:
@@ -175,7 +179,8 @@ def step(env, state: GTBState, actions: dict, params: GTBParams, draws: Draws):
     last_income = jnp.where(tax_day, income, state.last_income)
 
     # (5) regrowth of empty source tiles
-    resources = resources | (env.sources & (draws.regen < params.regen_prob))
+    q, sr, sc = env.source_tiles
+    resources = resources.at[q, sr, sc].set(resources[q, sr, sc] | (draws.regen < params.regen_prob))
 
     new_utility = utility(total, labour, params)
     welfare = equality_productivity(total)

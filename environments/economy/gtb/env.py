@@ -105,6 +105,8 @@ class GTB(Env):
         self.max_skill_multiplier = float(max_skill_multiplier)
         self.layout = rules.ActionLayout(self.R, self.P)
         self.sources, self.water = jnp.asarray(self.map.sources), jnp.asarray(self.map.water)
+        # (resource, row, col) of every source tile, stone's then wood's, row-major: ``i32[S]`` each
+        self.source_tiles = tuple(jnp.asarray(x, jnp.int32) for x in np.nonzero(self.map.sources))
         self.rank_span = 2 ** rank_bits(num_citizens)
         # the auction's packed key holds (order_duration + 1) * rank_span arrival numbers
         self.max_order_duration = 2 ** key_bits(self.R, self.P) // self.rank_span - 1
@@ -173,7 +175,7 @@ class GTB(Env):
         return new, self._timestep(new, params, reward, info)
 
     def step_env(self, key, state, actions, params):
-        return self.step_with_draws(state, actions, params, Draws.sample(key, self.N, self.height, self.width))
+        return self.step_with_draws(state, actions, params, Draws.sample(key, self.N, len(self.source_tiles[0])))
 
     # ---------------------------------------------------------------- views
     def action_mask(self, state: GTBState, params: GTBParams | None = None) -> jax.Array:

@@ -34,7 +34,7 @@ def _draws(env, priority=None, bonus=None, regen=1.0):
     n = env.N
     return Draws(priority=jnp.arange(n) if priority is None else jnp.asarray(priority),
                  bonus=jnp.ones((n,)) if bonus is None else jnp.asarray(bonus, jnp.float32),
-                 regen=jnp.full((2, env.height, env.width), regen, jnp.float32))
+                 regen=jnp.full((len(env.source_tiles[0]),), regen, jnp.float32))
 
 
 def _act(env, citizen, planner=0):

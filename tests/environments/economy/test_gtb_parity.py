@@ -66,7 +66,7 @@ def replay(request, data):
     draws = Draws(
         priority=jnp.asarray(np.argsort(e["gather_order"], axis=1), jnp.int32),
         bonus=jnp.asarray(np.nan_to_num(e["bonus_u"], nan=1.0), jnp.float32),
-        regen=jnp.asarray(np.nan_to_num(e["regen_u"][:, FLIP], nan=1.0), jnp.float32),
+        regen=jnp.asarray(e["regen_u"][:, FLIP][(slice(None),) + np.nonzero(sources)], jnp.float32),
     )
     actions = {"citizen": jnp.asarray(e["actions"], jnp.int32), "planner": jnp.asarray(planner, jnp.int32)[:, None]}
 
