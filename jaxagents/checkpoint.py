@@ -63,16 +63,31 @@ class Checkpointer:
         )
 
     def save(self, step: int, state: Any, config: dict, metrics: dict | None = None) -> None:
-        """Save ``state`` (any pytree of arrays), ``config`` and ``metrics`` (JSON)."""
-        self.manager.save(
-            int(step),
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(_to_saveable(state)),
-                config=ocp.args.JsonSave(config),
-                metrics=ocp.args.JsonSave(metrics or {}),
-            ),
-        )
-        self.manager.wait_until_finished()
+        """Save ``state`` (any pytree of arrays), ``config`` and ``metrics`` (JSON).
+
+        A save that fails for want of the file system (a full disk, a directory made
+        read-only) raises ``OSError`` whose ``filename`` is the checkpoint's directory,
+        without orbax's logged tracebacks; its half-written temporary directory is
+        removed and the older checkpoints are untouched."""
+        try:
+            with _stderr_of_failures(settle_s=0.1, max_wait_s=1.0):
+                self.manager.save(
+                    int(step),
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardSave(_to_saveable(state)),
+                        config=ocp.args.JsonSave(config),
+                        metrics=ocp.args.JsonSave(metrics or {}),
+                    ),
+                )
+                self.manager.wait_until_finished()
+        except Exception as e:
+            cause = os_error(e)
+            if cause is None:
+                raise
+            for name in os.listdir(self.directory) if os.path.isdir(self.directory) else ():
+                if name.startswith(f"{int(step)}.orbax-checkpoint-tmp"):  # never a checkpoint: free its space
+                    shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+            raise OSError(cause.errno, cause.strerror or str(cause), os.path.join(self.directory, str(int(step)))) from None
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -193,6 +208,27 @@ def _stderr_of_failures(settle_s: float = 0.3, max_wait_s: float = 3.0):
                 text = buf.read()
                 if text:
                     os.write(2, text)
+
+
+def os_error(e: BaseException) -> OSError | None:
+    """The ``OSError`` behind an exception (itself, or one in its chain of causes:
+    orbax re-raises I/O errors as other types), or None. Tensorstore's errors carry
+    the code in their text (``[os_error_code='28']``)."""
+    import re
+
+    seen, chain = set(), []
+    while e is not None and id(e) not in seen:
+        if isinstance(e, OSError) and e.errno is not None:
+            return e
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for e in chain:
+        m = re.search(r"os_error_code='?(\d+)", str(e))
+        if m:
+            code = int(m.group(1))
+            return OSError(code, os.strerror(code))
+    return None
 
 
 def _bad_json(step_dir: str) -> str | None:

@@ -60,6 +60,14 @@ def cmd_list(args) -> int:
 
 
 # --------------------------------------------------------------------------- bench
+def _ancestors(path: str) -> list[str]:
+    out, p = [], os.path.dirname(path)
+    while p and p != os.path.dirname(p):
+        out.append(p)
+        p = os.path.dirname(p)
+    return out
+
+
 def _check_writable(option: str, path: str | None) -> None:
     """A one-line ``CLIError`` naming ``option`` unless ``path`` can be written: its
     folder exists and is writable, and it is not a folder itself."""
@@ -68,10 +76,49 @@ def _check_writable(option: str, path: str | None) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise CLIError(f"{option} {path}: is a folder, not a file")
+    if os.path.isfile(folder) or any(os.path.isfile(a) for a in _ancestors(folder)):
+        raise CLIError(f"{option} {path}: {next(a for a in [folder, *_ancestors(folder)] if os.path.isfile(a))} "
+                       f"is a file, not a folder")
     if not os.path.isdir(folder):
         raise CLIError(f"{option} {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise CLIError(f"{option} {path}: not writable")
+
+
+# argument names that experiment scripts use for files they write, and for folders
+OUTPUT_FILES = ("out", "json", "plot", "figure", "fig", "table", "csv")
+OUTPUT_DIRS = ("runs_dir", "out_dir")
+
+
+def check_outputs(args, prog: str | None = None):
+    """Check, before anything is computed, every output path of a script's parsed
+    ``args`` (the options named in ``OUTPUT_FILES`` and ``OUTPUT_DIRS``): a file's
+    folder exists and is writable and the file is not a folder; a folder is not a
+    file and its nearest existing ancestor is writable. Exits with status 2 and one
+    line naming the option otherwise; returns ``args``."""
+    prog = prog or os.path.basename(sys.argv[0] or "script")
+    try:
+        for name in OUTPUT_FILES:
+            value = getattr(args, name, None)
+            if isinstance(value, str):
+                _check_writable("--" + name.replace("_", "-"), value)
+        for name in OUTPUT_DIRS:
+            value = getattr(args, name, None)
+            if isinstance(value, str):
+                option = "--" + name.replace("_", "-")
+                if os.path.exists(value) and not os.path.isdir(value):
+                    raise CLIError(f"{option} {value}: is a file, not a folder")
+                p = os.path.abspath(value)
+                while not os.path.exists(p):
+                    p = os.path.dirname(p)
+                if not os.path.isdir(p):
+                    raise CLIError(f"{option} {value}: {p} is a file, not a folder")
+                if not os.access(p, os.W_OK):
+                    raise CLIError(f"{option} {value}: {p} is not writable")
+    except CLIError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return args
 
 
 def cmd_bench(args) -> int:
@@ -97,6 +144,8 @@ def cmd_bench(args) -> int:
         raise CLIError("give either --compare-jaxmarl or --compare-pgx, not both")
     if args.action_rng != "threefry" and (args.compare_jaxmarl or args.compare_pgx):
         raise CLIError("--action-rng applies to a single library's run; comparisons draw both sides with threefry")
+    if args.env_kwarg and args.all:
+        raise CLIError("--env-kwarg configures one ENV_ID, not --all (every environment runs with its defaults)")
     if args.jaxmarl_kwarg and not args.compare_jaxmarl:
         raise CLIError("--jaxmarl-kwarg only applies with --compare-jaxmarl (a jaxmarl:ID env takes --env-kwarg)")
     for option, path in (("--json", args.json), ("--plot", args.plot)):
@@ -266,19 +315,47 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     return args
 
 
+def _output_closed() -> int:
+    """The reader of stdout went away (``jaxagents list | head``): stop quietly, as a
+    command killed by SIGPIPE does (status 141), without Python's "Broken pipe" noise
+    from the flush at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
         args = parse_args(parser, argv)
+        sys.stdout.flush()
     except SystemExit as e:  # --help (0) or a usage error (2, already printed in one line)
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return _output_closed()
         return e.code if isinstance(e.code, int) else 2
+    except BrokenPipeError:
+        return _output_closed()
     args.argv = argv
     if getattr(args, "func", None) is None:
-        parser.print_help()
+        try:
+            parser.print_help()
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return _output_closed()
         return 0
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return code
+    except BrokenPipeError:
+        return _output_closed()
     except (CLIError, ValueError, TypeError, ImportError, OSError) as e:
         message = " ".join(str(e).split())  # one line, whatever the exception carried
         if isinstance(e, OSError) and e.filename and e.strerror:  # e.g. PermissionError on a read-only run

@@ -37,6 +37,13 @@ def cmd_train(args) -> int:
     except runner.TrainingDiverged as e:
         print(f"jaxagents train: {e}", file=sys.stderr)
         return 1
+    except Exception as e:  # an allocation the memory check could not foresee (the rollout, a compile)
+        text = str(e)
+        if "RESOURCE_EXHAUSTED" not in text:
+            raise
+        first = " ".join(text.split("\n")[0].split())
+        raise ValueError(f"out of memory ({first}): lower num_envs (or num_seeds, population.size); "
+                         f"a run that had started is resumable with --resume") from None
 
 
 def cmd_eval(args) -> int:
@@ -71,5 +78,6 @@ def add_commands(sub) -> None:
     se = sub.add_parser("eval", help="evaluate the latest checkpoint of a run")
     se.add_argument("run_dir", help="a run directory written by `jaxagents train`")
     se.add_argument("--seed", type=int, default=1, help="evaluation seed (default 1)")
-    se.add_argument("--member", default="all", help="a population run: all (default), best, or a member index")
+    se.add_argument("--member", default=None,
+                    help="a population run only: all (default), best, or a member index")
     se.set_defaults(func=cmd_eval)

@@ -16,8 +16,12 @@ run directories, the results table and checkpoints are ``config.py``, ``build.py
 
 Nothing is lost or overwritten:
 
-* everything is checked before the run directory is created -- every config
-  section (``jaxagents.config``), the environment and the learner's construction;
+* everything is checked before anything is written -- every config section
+  (``jaxagents.config``), the environment, the learner's construction and whether
+  the train state fits in memory; the run directory is taken first (``RunLock``: one
+  run per directory) and removed again if the run stops before writing into it;
+* a file that cannot be written (full disk, read-only directory) stops the run with
+  one line naming it (``RunWriteError``); the checkpoints before it are intact;
 * a new run refuses a directory that is not empty (``resume`` continues it,
   ``overwrite=True`` deletes the old run first);
 * files are written atomically (a temporary file and a rename); a half-written last
@@ -70,7 +74,7 @@ from jaxagents.core.validate import check_int
 from jaxagents.population.distributed import gather
 from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
 from jaxagents.results import Progress, final_metrics, format_results
-from jaxagents.rundir import check_new_run_dir, default_run_dir, lay_out
+from jaxagents.rundir import RunLock, check_new_run_dir, default_run_dir, lay_out
 from jaxagents.rundir import primary as _primary
 
 # The embedded default, the first run a newcomer sees: Kuhn poker self-play with
@@ -118,6 +122,22 @@ class TrainingDiverged(RuntimeError):
     """Non-finite losses or parameters: the run stopped (its metrics are kept)."""
 
 
+class RunWriteError(OSError):
+    """A file of the run could not be written (a full disk, a directory made
+    read-only): one line naming the file and what it holds; the run is resumable."""
+
+
+def _write_failed(e: OSError, what: str, path: str, run_dir: str, restored: int | None) -> RunWriteError:
+    from jaxagents.checkpoint import os_error
+
+    cause = os_error(e) or e
+    path = getattr(cause, "filename", None) or path
+    reason = cause.strerror or str(cause)
+    kept = f"checkpoints up to update {restored} are intact" if restored is not None else "no checkpoint was written yet"
+    return RunWriteError(f"cannot write {what} ({path}): {reason}; the run stopped and {kept}: once the disk has room "
+                         f"(or the directory is writable) continue it with `jaxagents train --resume {run_dir}`")
+
+
 # ----------------------------------------------------------------------- config
 
 
@@ -160,6 +180,46 @@ def _init_states(trainer, keys):
     lives (each process builds only its own members)."""
     sharding = trainer.state_sharding(seed_axis=True) if _is_population(trainer) else None
     return jax.jit(jax.vmap(trainer.init), out_shardings=sharding)(keys)
+
+
+def _available_memory() -> tuple[int | None, str]:
+    """Bytes this process's devices can hold, and where: the accelerators' limits, or
+    the host's available memory for the CPU backend (None where unknown)."""
+    devices = jax.local_devices()
+    limits = [(d.memory_stats() or {}).get("bytes_limit") for d in devices] if devices[0].platform != "cpu" else []
+    if limits and all(limits):
+        return sum(limits), f"{len(devices)} {devices[0].platform} device(s)"
+    try:
+        with open("/proc/meminfo") as f:
+            info = {line.split(":")[0]: line.split()[1] for line in f}
+        return int(info["MemAvailable"]) * 1024, "host memory available"
+    except (OSError, KeyError, ValueError, IndexError):
+        return None, "host memory"
+
+
+def _check_memory(learner, keys, quiet: bool) -> None:
+    """Refuse, before anything is written or compiled, a train state larger than the
+    memory that is to hold it (e.g. ``num_envs`` = 2^27): its size is exact from the
+    shapes (``jax.eval_shape``, nothing allocated). The update needs more (the rollout),
+    which only the compiler knows, so a state over 1 GiB gets a line saying that the
+    compile may take minutes and the update needs more than the state."""
+    shapes = jax.eval_shape(jax.vmap(learner.init), keys)
+    def nbytes(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return int(np.prod(x.shape)) * 8  # threefry: two uint32 words a key
+        return int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
+
+    need = sum(nbytes(x) for x in jax.tree.leaves(shapes))
+    have, where = _available_memory()
+    gib = 2.0**30
+    if have is not None and need > have:
+        raise ValueError(
+            f"the train state alone needs {need / gib:.1f} GiB, more than the {have / gib:.1f} GiB of {where} "
+            f"(the update needs more still): lower num_envs (or num_seeds, population.size)")
+    if need > gib and not quiet:
+        _warn(f"the train state takes {need / gib:.1f} GiB"
+              + (f" of {have / gib:.1f} GiB of {where}" if have is not None else "")
+              + "; the update needs more (the rollout), and compiling it may take minutes")
 
 
 def _is_population(trainer) -> bool:
@@ -267,7 +327,45 @@ def run(
             run_dir = default_run_dir(config)
         if primary:  # the others would find process 0's directory already laid out
             check_new_run_dir(run_dir, overwrite)
+    lock = _lock(run_dir, resume, overwrite, primary)
+    try:
+        return _run(config, run_dir, resume, quiet, overwrite, primary)
+    finally:
+        if lock is not None:
+            lock.release()
 
+
+def _lock(run_dir: str, resume: bool, overwrite: bool, primary: bool) -> RunLock | None:
+    """Take the run directory for this run (process 0 for all processes), before
+    anything is built or restored; the others learn whether process 0 got it.
+
+    A new run checks the directory again once it holds the lock: a run that raced it
+    there may have finished in between."""
+    lock, error = None, None
+    if primary:
+        try:
+            lock = RunLock.acquire(run_dir, create=not resume)
+            if not resume:
+                check_new_run_dir(run_dir, overwrite)
+        except ValueError as e:
+            if lock is not None:
+                lock.release()
+            lock, error = None, e
+    if jax.process_count() > 1:  # every process calls this collective, whatever happened
+        from jax.experimental import multihost_utils
+
+        refused = bool(multihost_utils.broadcast_one_to_all(np.int32(error is not None)))
+        if refused and error is None:
+            error = ValueError(f"run directory {run_dir!r} refused by process 0 (its error says why)")
+    if error is not None:
+        raise error
+    if lock is not None and lock.stale is not None:
+        _warn(lock.stale_message())
+    return lock
+
+
+def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool, primary: bool) -> dict:
+    """``run`` once the run directory is this run's (``_lock``)."""
     S = config["num_seeds"]
     show = config["log"].get("progress", True) and not quiet
     progress = Progress(0, show and primary)
@@ -277,12 +375,13 @@ def run(
     learner = build(config, callback=progress if show else None)
     if primary:
         tracking.check_sinks(config["log"])
+    keys = jax.random.split(jax.random.key(config["seed"]), S)
+    _check_memory(learner, keys, quiet or not primary)
     if not resume and primary:
         lay_out(run_dir, config, overwrite)
     U = learner.num_updates
     progress.total = U
     every = config["checkpoint_every"] or U
-    keys = jax.random.split(jax.random.key(config["seed"]), S)
 
     t0 = time.perf_counter()
     state = _init_states(learner, keys)
@@ -310,13 +409,19 @@ def run(
         return results
     sinks, members_sink = [], None
     if primary:
-        tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
-        sinks = tracking.make_sinks(config["log"], run_dir, config)
-        if _is_population(learner):
-            from jaxagents.population import report
+        try:
+            tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
+            sinks = tracking.make_sinks(config["log"], run_dir, config)
+            if _is_population(learner):
+                from jaxagents.population import report
 
-            members_sink = tracking.JsonlSink(os.path.join(run_dir, report.POPULATION_FILE))
-            members_sink.truncate_after(done if restored is not None else -1)
+                members_sink = tracking.JsonlSink(os.path.join(run_dir, report.POPULATION_FILE))
+                members_sink.truncate_after(done if restored is not None else -1)
+        except OSError as e:
+            ckpt.close()
+            progress.close()
+            raise _write_failed(e, "the run's logs (rows past the checkpoint are dropped)", metrics_path, run_dir,
+                                restored) from None
 
     compiled = {}  # segment length -> compiled program (at most two lengths)
     compile_s, train_s, trained_steps = 0.0, 0.0, 0
@@ -348,14 +453,21 @@ def run(
             rows, member_rows = _rows(learner, metrics, S)
             if rows and rows[-1]["update"]:
                 trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
-            for s in sinks:
-                s.write(rows)
-            if members_sink is not None:
-                members_sink.write(member_rows)
+            try:
+                for s in sinks:
+                    s.write(rows)
+                if members_sink is not None:
+                    members_sink.write(member_rows)
+            except OSError as e:  # resuming drops rows past the last checkpoint (and a half-written line)
+                raise _write_failed(e, f"the metrics of updates up to {done}", metrics_path, run_dir, restored) from None
             diverged = _divergence(rows, state.members.params if _is_population(learner) else state.params)
             if diverged:
                 break
-            ckpt.save(done, state, config, {"update": done, **{k: v for k, v in rows[-1].items() if not k.endswith("@seeds")}})
+            try:
+                ckpt.save(done, state, config, {"update": done, **{k: v for k, v in rows[-1].items() if not k.endswith("@seeds")}})
+            except OSError as e:
+                raise _write_failed(e, f"the checkpoint of update {done}", os.path.join(run_dir, "checkpoints", str(done)),
+                                    run_dir, restored) from None
             restored = done
     finally:
         progress.close()
@@ -390,6 +502,18 @@ def run(
     }
     if not primary:
         return results
+    try:
+        return _finish(results, config, learner, run_dir, quiet)
+    except BrokenPipeError:
+        raise
+    except OSError as e:  # every update is checkpointed: --resume only writes these files again
+        raise _write_failed(e, "the run's results (curve.png, results.json)", run_dir, run_dir, done) from None
+
+
+def _finish(results: dict, config: dict, learner, run_dir: str, quiet: bool) -> dict:
+    """The curve, the population's summaries and results.json of a finished run."""
+    metrics_path = os.path.join(run_dir, "metrics.jsonl")
+    results_path = os.path.join(run_dir, "results.json")
     rows = tracking.read_rows(metrics_path)
     title = f"{config['learner']} on {config['env']['id']}"
     results["plot"] = tracking.plot_curves(rows, os.path.join(run_dir, "curve.png"), title)
@@ -454,12 +578,32 @@ def checkpoints(run_dir: str):
     return config, learner, states()
 
 
-def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str = "all") -> dict:
+def _check_member(run_dir: str, config: dict, member) -> str:
+    """``member`` checked against the run's config before anything is restored: only
+    a population run takes one (``all``, ``best`` or an index below its size)."""
+    population = config.get("population")
+    if population is None:
+        if member is not None:
+            raise ValueError(f"--member {member} applies to a population run only; {run_dir!r} is a single run "
+                             f"(no population: section): drop --member")
+        return "all"
+    if member is None or member in ("all", "best"):
+        return member or "all"
+    size = int(population["size"])
+    text = str(member)
+    if not text.isdigit() or int(text) >= size:
+        raise ValueError(f"--member must be all, best or a member index 0..{size - 1} of {run_dir!r}, got {member!r}")
+    return text
+
+
+def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str | None = None) -> dict:
     """Evaluate the newest checkpoint of a run (the learner's ``evaluate``: scripted
     opponents and exploitability for self-play -- and for its parameter average, when
     the run keeps one --, fresh-episode returns for PPO). For a population,
-    ``member`` is ``"all"`` (every member: the metrics per member, and their mean),
-    ``"best"`` (the member with the best fitness at the checkpoint) or a member index."""
+    ``member`` is ``"all"`` (every member: the metrics per member, and their mean;
+    the default), ``"best"`` (the member with the best fitness at the checkpoint) or a
+    member index; a single run takes no ``member`` (refused before anything is read)."""
+    member = _check_member(run_dir, read_run_config(run_dir), member)
     config, learner, state, step = restore(run_dir)
     S = config["num_seeds"]
     metrics = _evaluate_states(learner, state, jax.random.split(jax.random.key(seed), S))

@@ -67,6 +67,8 @@ CLI_CASES = [
     (["train", "--resume", "/nonexistent/run"], ["not a run directory"]),
     (["eval", "/nonexistent/run"], ["not a run directory"]),
     (["train", "override-without-equals"], ["is not a file"]),
+    # options that do not apply
+    (["bench", "--all", "--env-kwarg", "horizon=3"], ["--env-kwarg configures one ENV_ID, not --all"]),
 ]
 
 
@@ -165,16 +167,40 @@ def test_run_dir_problems(tmp_path, capsys):
     assert "takes no CONFIG" in _cli_error(["train", "--resume", str(run), "seed=1"], capsys)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only directories")
-def test_read_only_run_dir(tmp_path, capsys):
+_READ_ONLY = """
+import sys
+from jaxagents.cli import main
+run = sys.argv[1]
+main(["train", "--resume", run])
+main(["train", "--run-dir", run + "/sub"])
+"""
+
+
+def test_read_only_run_dir(tmp_path):
+    """A run directory this user cannot write is refused in one line, before anything
+    is written. As root (CI) the commands run without capabilities (``setpriv``): root
+    then obeys the permission bits like any user, instead of writing anyway."""
+    import shutil
+    import subprocess
+    import sys
+
     run = tmp_path / "run"
     _fake_run(run)
+    before = sorted(os.listdir(run))
+    prefix = []
+    if os.geteuid() == 0:
+        assert shutil.which("setpriv"), "setpriv (util-linux) runs the check without root's capabilities"
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
     os.chmod(run, 0o555)
     try:
-        assert "not writable" in _cli_error(["train", "--resume", str(run)], capsys)
-        assert "not writable" in _cli_error(["train", "--run-dir", str(run / "sub")], capsys)
+        r = subprocess.run([*prefix, sys.executable, "-c", _READ_ONLY, str(run)], capture_output=True, text=True, timeout=120)
     finally:
         os.chmod(run, 0o755)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 2, r.stderr
+    assert "cannot resume" in lines[0] and "not writable" in lines[0], lines[0]
+    assert "cannot write run directory" in lines[1] and "not writable" in lines[1], lines[1]
+    assert sorted(os.listdir(run)) == before
 
 
 def test_eval_without_checkpoints(tmp_path, capsys):
@@ -312,3 +338,307 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     tracking.atomic_write(str(p), "{}")
     tracking.atomic_write(str(p), b"{\"a\": 1}")
     assert os.listdir(tmp_path) == ["results.json"] and json.loads(p.read_text()) == {"a": 1}
+
+
+# ----------------------------------------------------------------------- one owner per run directory
+
+# a run of a few seconds: 4 updates, a checkpoint every 2
+RACE = ["train.ppo.num_envs=8", "train.ppo.num_steps=4", "train.ppo.total_timesteps=128", "train.eval_every=2",
+        "train.eval_envs=8", "train.eval_steps=4", "checkpoint_every=2", "--quiet"]
+
+# each process imports what a run imports first (not what is measured), then waits for
+# the start signal, so that both reach the run directory within milliseconds of each other
+_RACER = """
+import os, sys, time
+import jax
+from jaxagents.cli import main
+from jaxagents import runner
+from jaxagents.learners import selfplay
+jax.devices()
+go, out = sys.argv[1], sys.argv[2]
+open(out + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.001)
+t0 = time.perf_counter()
+code = main(sys.argv[3:])
+with open(out, "w") as f:
+    f.write(f"{code} {time.perf_counter() - t0}")
+sys.exit(code)
+"""
+
+
+@pytest.mark.slow  # two real training runs' imports and compiles: ~35 s on 2 cores
+def test_two_runs_racing_for_one_directory(tmp_path):
+    """Two real processes start the same moment into one new run directory: one runs,
+    the other is refused at once, naming the holder (host, pid), and the survivor's
+    directory holds its run alone (its config, each update's row once, no lock left)."""
+    import subprocess
+    import sys
+    import time
+
+    d, go = tmp_path / "run", tmp_path / "go"
+    procs = []
+    for seed in (1, 2):
+        args = [sys.executable, "-c", _RACER, str(go), str(tmp_path / f"out{seed}"),
+                "train", *RACE, f"seed={seed}", "--run-dir", str(d)]
+        procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    try:
+        deadline = time.time() + 120
+        while not all((tmp_path / f"out{seed}.ready").exists() for seed in (1, 2)) and time.time() < deadline:
+            assert all(p.poll() is None for p in procs), [p.communicate()[1] for p in procs]
+            time.sleep(0.05)
+        go.write_text("")
+        errs = [p.communicate(timeout=300)[1] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    codes = [p.returncode for p in procs]
+    assert sorted(codes) == [0, 2], (codes, errs)
+    win, lose = (0, 1) if codes[0] == 0 else (1, 0)
+    err = errs[lose].strip()
+    assert len(err.splitlines()) == 1, err
+    assert "is in use by another run" in err and f"pid {procs[win].pid}," in err and "host " in err, err
+    code, elapsed = (tmp_path / f"out{lose + 1}").read_text().split()
+    print(f"refused after {float(elapsed):.3f} s")
+    assert int(code) == 2 and float(elapsed) < 1.0, f"refused after {elapsed} s"  # at once, not after its run
+    assert yaml.safe_load((d / "config.yaml").read_text())["seed"] == win + 1
+    rows = tracking.read_rows(str(d / "metrics.jsonl"))
+    assert [r["update"] for r in rows] == [0, 1, 2, 3, 4]
+    assert sorted(os.listdir(d)) == ["checkpoints", "config.yaml", "curve.png", "metrics.jsonl", "results.json"]
+    assert sorted(os.listdir(d / "checkpoints")) == ["2", "4"]
+
+
+def test_a_locked_run_directory_is_refused_at_once(tmp_path, capsys):
+    """A directory held by a live run: a new run and a resume are refused in one line
+    naming the holder (host, pid), nothing is written; releasing removes the lock (and
+    the directory the lock made)."""
+    import socket
+
+    from jaxagents.rundir import LOCK, RunDirInUse, RunLock
+
+    d = tmp_path / "new"
+    lock = RunLock.acquire(str(d))
+    try:
+        err = _cli_error(["train", "--run-dir", str(d)], capsys)
+        assert "is in use by another run" in err and f"host {socket.gethostname()}, pid {os.getpid()}," in err, err
+        assert os.listdir(d) == [LOCK]
+        with pytest.raises(RunDirInUse, match="in use"):
+            RunLock.acquire(str(d))  # a second open file of the same process is refused too
+    finally:
+        lock.release()
+    assert not d.exists()
+    run = tmp_path / "run"
+    before = _fake_run(run)
+    with RunLock.acquire(str(run)):
+        err = _cli_error(["train", "--resume", str(run)], capsys)
+        assert "is in use by another run" in err and f"pid {os.getpid()}," in err, err
+        assert _cli_error(["train", "--run-dir", str(run), "--overwrite"], capsys).count("in use") == 1
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before and run.is_dir()
+
+
+_HOLD_AND_DIE = """
+import os, sys
+from jaxagents.rundir import RunLock
+RunLock.acquire(sys.argv[1])
+os._exit(0)  # killed while running: the lock file stays behind
+"""
+
+
+def test_stale_lock_of_a_dead_run_is_named_and_taken_over(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from jaxagents.rundir import LOCK, RunLock
+
+    d = tmp_path / "run"
+    child = subprocess.run([sys.executable, "-c", _HOLD_AND_DIE, str(d)], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0 and (d / LOCK).exists(), child.stderr
+    pid = (d / LOCK).read_text().split("pid=")[1].split()[0]
+    lock = RunLock.acquire(str(d))
+    try:
+        msg = lock.stale_message()
+        assert f"locked by host {socket.gethostname()}, pid {pid} " in msg and "no longer running" in msg, msg
+        assert f"pid={os.getpid()} " in (d / LOCK).read_text()
+    finally:
+        lock.release()
+    assert d.is_dir() and not (d / LOCK).exists()  # the lock did not make this directory: it stays
+
+
+_LOCK_RACER = """
+import os, sys, time
+from jaxagents.rundir import RunDirInUse, RunLock
+go = sys.argv[2]
+open(sys.argv[3], "w").close()
+while not os.path.exists(go):
+    time.sleep(0.001)
+try:
+    with RunLock.acquire(sys.argv[1]):
+        time.sleep(1.0)
+    print("ran")
+except RunDirInUse as e:
+    print("refused", e)
+"""
+
+
+def test_two_processes_racing_for_a_lock(tmp_path):
+    """Two real processes take the lock of one new directory the same moment: one holds
+    it, the other is refused (the training race itself: the slow test above)."""
+    import subprocess
+    import sys
+    import time
+
+    d, go = tmp_path / "run", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", _LOCK_RACER, str(d), str(go), str(tmp_path / f"ready{i}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        deadline = time.time() + 120
+        while not all((tmp_path / f"ready{i}").exists() for i in range(2)) and time.time() < deadline:
+            time.sleep(0.02)
+        go.write_text("")
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    first = sorted(o.split()[0] if o else e for o, e in outs)
+    assert first == ["ran", "refused"], outs
+    assert not d.exists()
+
+
+def test_member_on_a_single_run_is_refused_before_restoring(tmp_path, capsys):
+    run = tmp_path / "run"
+    _fake_run(run)  # no checkpoint: restoring first would fail with "no checkpoint yet"
+    err = _cli_error(["eval", str(run), "--member", "1"], capsys)
+    assert "--member 1 applies to a population run only" in err and "drop --member" in err, err
+    err = _cli_error(["crossplay", str(run), "--members", "best", "--out", str(tmp_path / "x.png")], capsys)
+    assert "--members best applies to population runs only" in err, err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_public_reset_and_step_refuse_what_validate_params_refuses():
+    import jax
+    import jax.numpy as jnp
+
+    env = jaxagents.make("prisoners_dilemma")
+    bad = env.default_params().replace(horizon=2.5)
+    with pytest.raises(ValueError, match=r"params\.horizon must be an integer"):
+        env.reset(jax.random.key(0), bad)
+    state, _ = env.reset(jax.random.key(0))
+    acts = {r: jnp.zeros(1, jnp.int32) for r in env.roles}
+    with pytest.raises(ValueError, match=r"params\.horizon must be an integer"):
+        env.step(jax.random.key(0), state, acts, bad)
+    with pytest.raises(ValueError, match=r"params\.horizon must be an integer"):
+        jaxagents.VecEnv(env, 2).reset(jax.random.key(0), bad)
+    with pytest.raises(ValueError, match="horizon"):  # the environment's own range check, as validate_params
+        env.reset(jax.random.key(0), env.default_params().replace(horizon=0))
+    # traced params are not checked (nothing on the compiled path)
+    jax.jit(env.step)(jax.random.key(0), state, acts, env.default_params())
+
+
+def test_nonfinite_continuous_actions_are_refused_outside_jit():
+    import jax
+    import jax.numpy as jnp
+
+    env = jaxagents.make("robots_navigation", action_mode="continuous", num_robots=2)
+    state, _ = env.reset(jax.random.key(0))
+    acts = {"robot": jnp.zeros((2, 2)).at[1, 0].set(jnp.nan)}
+    with pytest.raises(ValueError, match=r"actions\['robot'\] must be finite, got nan at index \(1, 0\)"):
+        env.step(jax.random.key(1), state, acts)
+    vec = jaxagents.VecEnv(env, 2)
+    vs, _ = vec.reset(jax.random.key(0))
+    with pytest.raises(ValueError, match="must be finite, got inf"):
+        vec.step(jax.random.key(1), vs, {"robot": jnp.full((2, 2, 2), jnp.inf)})
+    env.step(jax.random.key(1), state, {"robot": jnp.zeros((2, 2))})  # finite: fine
+    jax.jit(env.step)(jax.random.key(1), state, acts)  # under jit: not checked (documented in Env.step)
+
+
+def test_output_cut_short_is_quiet(tmp_path):
+    """``jaxagents list | head``: the reader goes away; no "Broken pipe" noise."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "jaxagents.cli", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # before the command writes anything
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and err == "", err
+
+
+_FULL_DISK = """
+import resource, signal, sys
+import numpy as np
+from jaxagents.checkpoint import Checkpointer
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing us
+ck = Checkpointer(sys.argv[1], max_to_keep=None)
+ck.save(1, {"w": np.ones(4, np.float32)}, {"c": 1})
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    ck.save(2, {"w": np.random.default_rng(0).normal(size=(256, 1024)).astype(np.float32)}, {"c": 1})
+except OSError as e:
+    print(e.filename, "|", e.strerror)
+"""
+
+
+def test_a_checkpoint_that_cannot_be_written_is_one_line(tmp_path):
+    """A save that the file system refuses (here a file-size limit: EFBIG, as a full
+    disk gives ENOSPC) is an OSError naming the checkpoint, without orbax's tracebacks;
+    its temporary directory is removed and the older checkpoint restores."""
+    import subprocess
+    import sys
+
+    d = tmp_path / "checkpoints"
+    r = subprocess.run([sys.executable, "-c", _FULL_DISK, str(d)], capture_output=True, text=True, timeout=180)
+    assert r.stdout.strip() == f"{d / '2'} | File too large", (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "ERROR" not in r.stderr, r.stderr
+    assert sorted(os.listdir(d)) == ["1"]
+    ck = Checkpointer(d)
+    state, step, skipped = ck.restore_newest({"w": np.zeros(4, np.float32)})
+    assert step == 1 and not skipped and np.all(np.asarray(state["w"]) == 1)
+    ck.close()
+    e = runner._write_failed(OSError(28, "No space left on device", str(d / "2")), "the checkpoint of update 2",
+                             str(d / "2"), str(tmp_path), 1)
+    msg = str(e)
+    assert "\n" not in msg and f"cannot write the checkpoint of update 2 ({d / '2'}): No space left on device" in msg
+    assert "up to update 1 are intact" in msg and f"jaxagents train --resume {tmp_path}" in msg
+
+
+def test_a_batch_too_large_for_memory_is_refused_before_compiling(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "_available_memory", lambda: (2**30, "test memory"))
+    err = _cli_error(["train", "train.ppo.num_envs=16777216", "train.ppo.total_timesteps=268435456"], capsys)
+    assert "the train state alone needs" in err and "more than the 1.0 GiB of test memory" in err, err
+    assert "lower num_envs" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_experiment_scripts_check_their_outputs_first(tmp_path, capsys):
+    import argparse
+    import glob
+
+    from jaxagents.cli import OUTPUT_DIRS, OUTPUT_FILES, check_outputs
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    for ns, needle in (
+        (argparse.Namespace(out=str(tmp_path / "missing" / "x.json")), "does not exist"),
+        (argparse.Namespace(json=str(f / "x.json")), f"{f} is a file, not a folder"),
+        (argparse.Namespace(plot=str(tmp_path)), "is a folder, not a file"),
+        (argparse.Namespace(runs_dir=str(f)), "is a file, not a folder"),
+        (argparse.Namespace(runs_dir=str(f / "runs")), f"{f} is a file, not a folder"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            check_outputs(ns, prog="script.py")
+        err = capsys.readouterr().err.strip()
+        assert e.value.code == 2 and len(err.splitlines()) == 1 and needle in err, err
+    ok = argparse.Namespace(out=str(tmp_path / "x.json"), runs_dir=str(tmp_path / "a" / "b"))
+    assert check_outputs(ok) is ok
+    # every experiment script that takes an output path checks it right after parsing
+    options = tuple(f'"--{n.replace("_", "-")}"' for n in OUTPUT_FILES + OUTPUT_DIRS)
+    root = os.path.join(os.path.dirname(__file__), "..", "baselines", "experiments")
+    for path in glob.glob(os.path.join(root, "*.py")):
+        text = open(path).read()
+        if any(f"add_argument({o}" in text for o in options):
+            assert "check_outputs" in text, path

@@ -23,6 +23,7 @@ Prints one table per run; ``--out`` writes every number as JSON.
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import sys
 
@@ -101,7 +102,7 @@ def main(argv=None):
     p.add_argument("--last", type=float, nargs="+", default=[0.5, 0.25],
                    help="fractions of the checkpoints (the newest) to mix, each in (0, 1]")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
-    args = p.parse_args(argv)
+    args = check_outputs(p.parse_args(argv))
     bad = [f for f in args.last if not 0.0 < f <= 1.0]
     if bad:
         p.error(f"--last must be fractions in (0, 1], got {bad}")

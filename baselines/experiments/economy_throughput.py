@@ -21,6 +21,7 @@ the batched state plus time step divided by the agents.
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 
 import jax
@@ -42,7 +43,7 @@ def parse():
     p.add_argument("--action-rng", default="threefry", choices=("threefry", "hash"),
                    help="how the harness draws the random actions (jaxagents.core.rng)")
     p.add_argument("--out", default=None)
-    return p.parse_args()
+    return check_outputs(p.parse_args())
 
 
 def nbytes(tree) -> int:

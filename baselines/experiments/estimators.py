@@ -33,6 +33,7 @@ constant baseline (RAE) removes ``mean^2 / rms^2`` of the advantages' second mom
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import dataclasses
 import json
 import os
@@ -224,7 +225,7 @@ def main(argv=None):
     p.add_argument("--window", type=int, default=25, help="updates averaged for training metrics' final value and curves")
     p.add_argument("--selfplay", action="store_true", help="tic-tac-toe: exact self-play analysis of every checkpoint")
     p.add_argument("--out", default=None, help="figure (PNG); with --selfplay also FIG's stem + .json")
-    args = p.parse_args(argv)
+    args = check_outputs(p.parse_args(argv))
     labels = args.labels.split(",") if args.labels else [os.path.basename(r.rstrip("/")) for r in args.runs]
     if len(labels) != len(args.runs):
         raise SystemExit(f"--labels: {len(labels)} labels for {len(args.runs)} runs")

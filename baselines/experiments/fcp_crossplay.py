@@ -21,6 +21,7 @@ seeds as the tasks.
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import dataclasses
 import json
 import os
@@ -42,7 +43,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--out", default=None, help="heatmap path (default EXP/crossplay.png)")
     p.add_argument("--json", default=None)
-    args = p.parse_args(argv)
+    args = check_outputs(p.parse_args(argv))
 
     dirs = []
     for e in args.exp:

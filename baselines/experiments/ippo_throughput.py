@@ -31,6 +31,7 @@ median over reps) for both and ours/theirs ratios.
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import sys
@@ -48,7 +49,7 @@ p.add_argument("--which", default="ours,jaxmarl")
 p.add_argument("--vmap", type=int, default=0, metavar="P",
                help="each program under jax.vmap over P seeds (JaxMARL's main with NUM_SEEDS=P; Population); 0: bare")
 p.add_argument("--split-epochs", action="store_true", help="also time 1-epoch programs: one epoch's cost and the rest")
-args = p.parse_args()
+args = check_outputs(p.parse_args())
 sys.path.insert(0, args.jaxmarl_ref)
 STEPS = 16 * 128  # env steps per update (NUM_ENVS x NUM_STEPS)
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "ippo_overcooked_cramped_room.yaml")

@@ -51,6 +51,7 @@ curve of their PQN impractical. It changes speed, not the function computed.
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import glob
 import json
 import math
@@ -415,7 +416,7 @@ def report(paths, figure, out):
 
 
 if __name__ == "__main__":
-    args = p.parse_args()
+    args = check_outputs(p.parse_args())
     if args.report is not None:
         report(args.report, args.figure, args.json)
         sys.exit(0)

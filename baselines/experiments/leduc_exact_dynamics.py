@@ -39,6 +39,7 @@ and written as JSON (``--out``); ``--plot`` draws every JSON given to it.
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import time
 
@@ -247,7 +248,7 @@ def main():
     p.add_argument("--fit-weight", choices=("uniform", "reach"), default="reach")
     p.add_argument("--out", default=None)
     p.add_argument("--fig", default=None)
-    a = p.parse_args()
+    a = check_outputs(p.parse_args())
     if a.mode == "plot":
         if not a.files or not a.fig:
             p.error("plot needs JSON files and --fig")

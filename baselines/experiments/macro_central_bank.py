@@ -20,6 +20,7 @@ Registers the id ``macro_central_bank`` in-process when the registry lacks it.
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import time
@@ -45,7 +46,7 @@ def parse():
     p.add_argument("--out", default=None)
     p.add_argument("--plot", default=None)
     p.add_argument("overrides", nargs="*")
-    return p.parse_args()
+    return check_outputs(p.parse_args())
 
 
 def rollout(env, params, policy, key):

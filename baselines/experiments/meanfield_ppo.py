@@ -27,6 +27,7 @@ agent steps = env steps x N.
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import time
@@ -53,7 +54,7 @@ def parse():
     p.add_argument("--out", default=None)
     p.add_argument("--plot", default=None)
     p.add_argument("overrides", nargs="*", help="config overrides, e.g. train.lr=3e-3 seed=1")
-    return p.parse_args()
+    return check_outputs(p.parse_args())
 
 
 def main():

@@ -27,6 +27,7 @@ written so far, both arms cut to the env steps both have reached):
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import subprocess
@@ -160,7 +161,7 @@ def main():
     q.add_argument("--threshold", type=float, nargs="+", default=None, help="one or more return thresholds")
     q.add_argument("--window", type=int, default=10)
     q.add_argument("--out", default=None)
-    args = p.parse_args(argv)
+    args = check_outputs(p.parse_args(argv))
     run(args, extra) if args.cmd == "run" else plot(args)
 
 

@@ -33,6 +33,7 @@ Prints (and writes, after every size) JSON.
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import sys
@@ -63,7 +64,7 @@ p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                "a truncated episode is treated as terminated, no V(final obs)); repeatable")
 p.add_argument("--ready-only", action="store_true",
                help="only time jit(Population.update) (no PBT, --reps calls) against jit(Population._ready) (--ready-calls calls)")
-args = p.parse_args()
+args = check_outputs(p.parse_args())
 sys.path.insert(0, args.jaxmarl_ref)
 STEPS = 16 * 128  # env steps per member per update (NUM_ENVS x NUM_STEPS)
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -26,6 +26,7 @@ over ``--random-envs`` environments x ``--random-steps`` steps (auto-reset).
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import shutil
@@ -58,7 +59,7 @@ def parse():
     p.add_argument("--force", action="store_true", help="rerun runs that already have results")
     p.add_argument("--plot-only", action="store_true", help="train nothing; draw what the runs dir holds")
     p.add_argument("overrides", nargs="*", help="config overrides for every run, e.g. train.lr=3e-4")
-    return p.parse_args()
+    return check_outputs(p.parse_args())
 
 
 def config_path(learner: str, scenario: str) -> str:

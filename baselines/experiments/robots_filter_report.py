@@ -21,6 +21,7 @@ without it only our two filters are measured.
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import sys
@@ -51,7 +52,7 @@ def parse():
     a.add_argument("--filter-tol", type=float, default=1e-4)
     a.add_argument("--jaxrobotarium", default=os.path.join(ROOT, "experiments_tmp", "jaxrobotarium"))
     a.add_argument("--json", default=None)
-    return a.parse_args()
+    return check_outputs(a.parse_args())
 
 
 def ours(a, barrier, control):

@@ -50,6 +50,7 @@ median env-steps/s of each side and their ratio (ours / theirs).
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import statistics
@@ -85,7 +86,7 @@ def parse():
                    help="wall-clock time of each run, or this process's CPU time (steadier on a shared "
                         "machine: other processes' load does not count; XLA's worker threads do)")
     a.add_argument("--json", default=None, help="write every timing here")
-    return a.parse_args()
+    return check_outputs(a.parse_args())
 
 
 def import_theirs(path):

@@ -32,6 +32,7 @@ RESULT.json OUT.png`` redraws the figure from a saved ``--out``; other
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 
@@ -56,7 +57,7 @@ def parse():
     p.add_argument("--out", default=None)
     p.add_argument("--plot", default=None)
     p.add_argument("overrides", nargs="*")
-    return p.parse_args()
+    return check_outputs(p.parse_args())
 
 
 def outcome(skills, hours, rates, cutoffs, params):

@@ -27,6 +27,7 @@ Sources:
 from __future__ import annotations
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import math
 import os
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
     p.add_argument("--window", type=float, default=100_000, help="env steps (default 100,000)")
     p.add_argument("--out", help="figure path (.png)")
     p.add_argument("--json", help="write the table as JSON here")
-    args = p.parse_args(argv)
+    args = check_outputs(p.parse_args(argv))
     if args.window <= 0:
         p.error("--window must be > 0 env steps")
     curves = {}

@@ -13,6 +13,7 @@ update (best and median) and env-steps/s.
 """
 
 import argparse
+from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import time
 
@@ -26,7 +27,7 @@ p.add_argument("config", help="a YAML config (baselines/configs/...)")
 p.add_argument("overrides", nargs="*", help="key=value overrides, as for `jaxagents train`")
 p.add_argument("--updates", type=int, default=40)
 p.add_argument("--reps", type=int, default=5)
-args = p.parse_args()
+args = check_outputs(p.parse_args())
 if args.updates < 1 or args.reps < 1:
     p.error("--updates and --reps must be >= 1")
 

@@ -7,9 +7,18 @@ needs and what a subclass must not forget:
 * ``params=None`` means ``default_params()``;
 * actions are checked against the roles (keys, shape, dtype) at trace time, which
   costs nothing at run time because shapes and dtypes are static;
-* concrete (non-traced) params are validated on the host by ``check_params``;
-  traced params cannot raise, so validate them with ``env.validate_params(params)``
-  before you jit (learners and the bench harness do).
+* concrete (non-traced) params are validated on the host exactly as
+  ``validate_params`` does (integer fields take integers: ``horizon=2.5`` is refused;
+  then ``check_params``'s types and ranges); traced params cannot raise, so validate
+  them with ``env.validate_params(params)`` before you jit (learners and the bench
+  harness do);
+* concrete continuous actions (``Box`` roles, eager calls) must be finite: a NaN or
+  an infinity is refused with a ``ValueError`` naming the role and the index. Under
+  ``jit``/``vmap`` actions are traced and **not checked** (a check would cost every
+  compiled step, and traced values cannot raise): what a non-finite action does there
+  is the environment's own business (in the robot arenas a NaN acts as a zero command), so
+  a policy that may emit NaN should be checked by its learner (the runner stops on
+  non-finite losses and parameters).
 
 ``step`` never resets: auto-reset is the job of the wrappers in
 ``jaxagents.core.wrappers``.
@@ -71,7 +80,7 @@ def _check_integer_fields(params, default) -> None:
     for path, value in given:
         if path not in ref:
             continue
-        want = np.asarray(ref[path]).dtype
+        want = np.dtype(jnp.result_type(ref[path]))  # the default may be traced (made inside a jit)
         got = np.asarray(value).dtype
         if np.issubdtype(want, np.integer) and not np.issubdtype(got, np.integer):
             name = "params" + jax.tree_util.keystr(path)
@@ -126,6 +135,8 @@ class Env:
     def step(self, key: jax.Array, state: State, actions: Mapping[str, jax.Array], params: Params | None = None):
         params = self._params(params)
         actions = self.check_actions(actions)
+        if _is_concrete((key, state)):  # an eager call (inside a trace, constants are not checked either)
+            self._check_finite_actions(actions)
         return self.step_env(key, state, actions, params)
 
     # ---------------------------------------------------------------- helpers
@@ -151,9 +162,27 @@ class Env:
         if params is None:
             return self.default_params()
         if _is_concrete(params):
-            # Eager calls and the outermost call of jit with static params: cheap to check.
+            # Eager calls, and params closed over by a jitted function (checked once, at
+            # trace time): the same checks as validate_params. Traced params (arguments
+            # of jit or vmap) cannot raise and cost nothing here.
+            _check_integer_fields(params, self.default_params())
             self.check_params(jax.tree_util.tree_map(np.asarray, params))
         return params
+
+    def _check_finite_actions(self, actions: dict) -> None:
+        """Concrete (eager) continuous actions must be finite: a NaN would act as some
+        arbitrary action with nothing flagged. Traced actions are not checked (the
+        compiled step must not pay for it, and cannot raise); callers check only
+        eager calls (every input concrete), so a constant action inside a jitted
+        function is left to the environment as well."""
+        for name, a in actions.items():
+            if isinstance(a, jax.core.Tracer) or not jnp.issubdtype(jnp.result_type(a), jnp.floating):
+                continue
+            values = np.asarray(a)
+            if not np.all(np.isfinite(values)):
+                bad = np.argwhere(~np.isfinite(values))[0]
+                raise ValueError(f"actions[{name!r}] must be finite, got {values[tuple(bad)]} at index {tuple(int(i) for i in bad)} "
+                                 f"(non-finite actions are refused outside jit; under jit they are not checked)")
 
     def check_actions(self, actions: Mapping[str, jax.Array]) -> dict:
         """Check ``actions`` against the roles and return them in the canonical dtype.

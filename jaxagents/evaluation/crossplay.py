@@ -307,7 +307,10 @@ def load_policies(run_dirs, members: str = "all") -> Policies:
         raise ValueError(f"--members must be 'all' or 'best', got {members!r}")
     if not run_dirs:
         raise ValueError("cross-play needs at least one run directory")
-    check_same_environment({d: runner.read_run_config(d) for d in run_dirs})
+    configs = {d: runner.read_run_config(d) for d in run_dirs}
+    check_same_environment(configs)
+    if members == "best" and all(c.get("population") is None for c in configs.values()):
+        raise ValueError("--members best applies to population runs only; none of the runs is one: drop --members")
     params, names, first = [], [], None
     for d in run_dirs:
         _, trainer, state, step = runner.restore(d)

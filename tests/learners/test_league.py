@@ -339,24 +339,22 @@ def test_resume_is_bit_identical(league_run, tmp_path):
     jax.tree.map(np.testing.assert_array_equal, key_data(s), key_data(states[-1]))
 
 
-def _capture(cfg, updates=2):
-    train = make_train(cfg, jaxagents.make("kuhn_poker"))
-    state = jax.jit(train.init)(jax.random.key(0))
-    update = jax.jit(train.update)
-    out = {}
-    for u in range(updates):
-        state, m = update(state)
-        out.update({f"m{u}/{k}": np.asarray(v) for k, v in m.items()})
-    for p, v in jax.tree_util.tree_leaves_with_path(state):
-        v = jax.random.key_data(v) if jnp.issubdtype(v.dtype, jax.dtypes.prng_key) else v
-        out["s/" + jax.tree_util.keystr(p)] = np.asarray(v)
-    return out
+def _script(name, rel):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), rel))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-# One minibatch: the reference must not depend on the minibatch shuffle, which changed
-# after 1ec1535 (jaxagents.core.rng.permutation) independently of the pool and league.
-POOL = dict(ppo=dict(num_envs=16, num_steps=8, total_timesteps=16 * 8 * 4, update_epochs=2, num_minibatches=1),
-            eval_every=1, eval_envs=8, eval_steps=4, pool_size=3, pool_every=1, pool_prob=0.5, average_decay=0.9)
+# the reference's own regeneration script (its capture, config and source commit)
+POOL_REFERENCE = _script("selfplay_pool_reference", "selfplay_pool_reference.py")
+REFERENCE_DATA = _script("reference_data", os.path.join("..", "reference_data.py"))
+
+
+def test_pool_reference_names_the_commit_it_came_from():
+    assert REFERENCE_DATA.stored_commit(REFERENCE) == POOL_REFERENCE.COMMIT
 
 
 @pytest.mark.slow
@@ -364,11 +362,11 @@ def test_ring_buffer_run_is_bit_identical_to_the_pre_league_pool():
     """Every metric and state leaf of 2 updates of a pool run, against the outputs of the
     pool implementation before the league (tests/learners/data, written by it on CPU
     with JAX 0.10.2 under the suite's XLA flags, tests/conftest.py; another XLA build
-    or optimisation level rounds differently -- regenerate it there from the commit
-    before the league, 1ec1535: ``_capture(SelfPlayConfig(**POOL))`` with that commit's
-    package and environments, saved with ``np.savez``)."""
-    ref = np.load(REFERENCE)
-    got = _capture(SelfPlayConfig(**POOL))
+    or optimisation level rounds differently -- regenerate it there with
+    ``tests/learners/selfplay_pool_reference.py``, which records only from that commit,
+    1ec1535)."""
+    ref = REFERENCE_DATA.arrays(REFERENCE)
+    got = POOL_REFERENCE.capture(SelfPlayConfig(**POOL_REFERENCE.POOL))
     # measures added since (the pool evaluated as one mixed strategy) read the run, never steer it
     added = {k for k in set(got) - set(ref) if "/eval/pool/" in k}
     assert added and set(got) - added == set(ref)

@@ -210,6 +210,8 @@ class VecEnv:
                 raise ValueError(
                     f"actions[{name!r}] must have a leading num_envs={self.num_envs} axis, got shape {jnp.shape(a)}"
                 )
+        if not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((key, state))):
+            self.env._check_finite_actions(actions)  # eager calls only (see Env.step)
         n, budget = self.num_envs, self.reset_budget
         # Per-env keys as AutoReset splits them, so a VecEnv step equals
         # vmap(AutoReset(env).step) over split(key, num_envs), whatever reset_budget is.

@@ -1,8 +1,10 @@
 """Reference rollouts of the arena, recorded from the implementation before the fast step
-(commit 2f74512: noise drawn every step, collision and boundary bookkeeping every tick).
+(``COMMIT``, 2f74512: noise drawn every step, collision and boundary bookkeeping every tick).
 
-``python tests/environments/robots/arena_golden.py`` re-records ``data/golden.npz``; only do that
-when a change of trajectories is intended. ``test_fast_step.py`` compares against it.
+``python tests/environments/robots/arena_golden.py`` re-records ``data/golden.npz`` and refuses
+unless the code it imports is that commit's (``tests/reference_data.py`` says how): recorded
+from today's code the comparison would be a self-comparison. ``test_fast_step.py`` compares
+against it and checks that the file names the same commit.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from jaxagents import make
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "golden.npz")
+COMMIT = "2f74512c0e2240c6005ecebfe5a96307e2ae0b21"
 ENVS, STEPS = 4, 6
 
 # name -> (registered id, constructor kwargs, actuation noise); every scenario's reset, and
@@ -77,16 +80,28 @@ def rollout(case: str, **extra):
     return flat
 
 
+def _reference_data():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "reference_data", os.path.join(os.path.dirname(__file__), "..", "..", "reference_data.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def record(path: str = PATH) -> None:
+    ref = _reference_data()
+    root = ref.require_checkout(COMMIT)
     data = {}
     for case in CASES:
         data.update({f"{case}:{k}": v for k, v in rollout(case).items()})
-    np.savez_compressed(path, **data)
+    ref.require_modules_from(root)
+    ref.save(path, data, COMMIT)
 
 
 def load(path: str = PATH) -> dict:
-    with np.load(path) as f:
-        data = {k: f[k] for k in f.files}
+    data = _reference_data().arrays(path)
     cases = {}
     for k, v in data.items():
         case, field = k.split(":", 1)
@@ -95,5 +110,8 @@ def load(path: str = PATH) -> dict:
 
 
 if __name__ == "__main__":
+    # as the suite runs (tests/conftest.py): CPU, XLA's backend optimisations off
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
     record()
     print(f"wrote {PATH}")

@@ -26,6 +26,10 @@ GOLDEN = golden.load()
 FAST = ("nav_safe_hold_noise",)
 
 
+def test_golden_names_the_commit_it_came_from():
+    assert golden._reference_data().stored_commit(golden.PATH) == golden.COMMIT
+
+
 def _compare(case, metrics):
     got = golden.rollout(case, metrics=metrics)
     ref = GOLDEN[case]
