@@ -370,8 +370,14 @@ def test_ring_buffer_run_is_bit_identical_to_the_pre_league_pool():
     # measures added since (the pool evaluated as one mixed strategy) read the run, never steer it
     added = {k for k in set(got) - set(ref) if "/eval/pool/" in k}
     assert added and set(got) - added == set(ref)
+    # bit for bit on the processor the reference was recorded on; elsewhere XLA's CPU code
+    # rounds differently, so floats agree to rounding and integers (keys, counts) exactly
+    exact = POOL_REFERENCE.cpu_model().startswith(POOL_REFERENCE.RECORDED_ON)
     for k in ref:
-        np.testing.assert_array_equal(got[k], ref[k], err_msg=k)
+        if exact or not np.issubdtype(ref[k].dtype, np.floating):
+            np.testing.assert_array_equal(got[k], ref[k], err_msg=k)
+        else:
+            np.testing.assert_allclose(got[k], ref[k], rtol=2e-3, atol=1e-6, err_msg=k)
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents_environments.economy.market.auction import OrderBook
+from jaxagents_environments.economy.market.params import check_cutoffs, check_ranges
 
 # The AI Economist's `us-federal` bracket spacing: the 2018 single-filer cutoffs in
 # dollars, divided by its `usd_scaling` of 1,000 (coin per tax period).
@@ -111,12 +112,7 @@ def default_params(horizon: int = 1000, tax_period: int = 100, brackets=US_FEDER
 
 def check_params(env, p: GTBParams) -> None:
     """Raise ``ValueError`` naming the field and its allowed range (host numpy values)."""
-    cut = np.asarray(p.bracket_cutoffs)
-    if cut.shape != (env.B,):
-        raise ValueError(f"params.bracket_cutoffs must have shape ({env.B},) (the constructor's bracket count), "
-                         f"got {cut.shape}")
-    if not np.all(np.isfinite(cut)) or cut[0] != 0 or np.any(np.diff(cut) <= 0):
-        raise ValueError(f"params.bracket_cutoffs must be finite, start at 0 and strictly increase, got {cut.tolist()}")
+    check_cutoffs(np.asarray(p.bracket_cutoffs), env.B)
     ranges = {
         "horizon": (1, None), "tax_period": (1, None), "order_duration": (0, env.max_order_duration),
         "starting_coin": (0, 1e6), "move_labour": (0, None), "collect_labour": (0, None),
@@ -124,11 +120,7 @@ def check_params(env, p: GTBParams) -> None:
         "regen_prob": (0, 1), "eta": (0, 0.999), "energy_cost": (0, None),
         "energy_weight": (0, 1), "rate_max": (0, 1),
     }
-    for name, (lo, hi) in ranges.items():
-        v = np.asarray(getattr(p, name))
-        if v.shape != () or not np.isfinite(v) or v < lo or (hi is not None and v > hi):
-            rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-            raise ValueError(f"params.{name} must be a finite scalar {rng}, got {v}")
+    check_ranges(p, ranges)
 
 
 def energy_warmup(episodes_done, constant):

@@ -116,22 +116,14 @@ def check_params(env, params: MarketParams) -> None:
                          f"got {prices.shape}")
     if not np.issubdtype(prices.dtype, np.integer) or np.any(prices < 1) or np.any(np.diff(prices) <= 0):
         raise ValueError(f"params.prices must be integers >= 1, strictly increasing, got {prices.tolist()}")
-    if cut.shape != (env.B,):
-        raise ValueError(f"params.bracket_cutoffs must have shape ({env.B},) (the constructor's bracket count), "
-                         f"got {cut.shape}")
-    if not np.all(np.isfinite(cut)) or cut[0] != 0 or np.any(np.diff(cut) <= 0):
-        raise ValueError(f"params.bracket_cutoffs must be finite, start at 0 and strictly increase, got {cut.tolist()}")
+    check_cutoffs(cut, env.B)
     ranges = {
         "tax_period": (1, None), "horizon": (1, None), "order_duration": (1, None), "starting_coin": (0, 10**6),
         "coin_per_craft": (0, 10**6), "craft_units": (1, None), "gather_labour": (0, None),
         "craft_labour": (0, None), "order_labour": (0, None), "labour_weight": (0, None),
         "skill_mean": (0, None), "skill_sd": (0, None),
     }
-    for name, (lo, hi) in ranges.items():
-        v = np.asarray(getattr(p, name))
-        if v.shape != () or not np.isfinite(v) or v < lo or (hi is not None and v > hi):
-            rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-            raise ValueError(f"params.{name} must be a finite scalar {rng}, got {v}")
+    check_ranges(p, ranges)
     if np.asarray(p.order_duration) > env.max_order_duration:
         raise ValueError(f"params.order_duration must be <= {env.max_order_duration} for {env.N} citizens, "
                          f"{env.R} resources and {env.P} prices (the auction's 32-bit sort key), "
@@ -142,3 +134,22 @@ def check_params(env, params: MarketParams) -> None:
     if max_skill.shape != () or not (np.isfinite(max_skill) and max_skill > 0):
         raise ValueError(f"params.max_skill must be finite and > 0, got {max_skill}")
 
+
+
+def check_cutoffs(cut, count: int) -> None:
+    """``params.bracket_cutoffs``: shape ``(count,)``, finite, 0 first, strictly increasing."""
+    if cut.shape != (count,):
+        raise ValueError(f"params.bracket_cutoffs must have shape ({count},) (the constructor's bracket count), "
+                         f"got {cut.shape}")
+    if not np.all(np.isfinite(cut)) or cut[0] != 0 or np.any(np.diff(cut) <= 0):
+        raise ValueError(f"params.bracket_cutoffs must be finite, start at 0 and strictly increase, got {cut.tolist()}")
+
+
+def check_ranges(p, ranges: dict) -> None:
+    """Every ``params.<name>`` in ``ranges`` (``{name: (lo, hi or None)}``) is a finite
+    scalar in ``[lo, hi]``."""
+    for name, (lo, hi) in ranges.items():
+        v = np.asarray(getattr(p, name))
+        if v.shape != () or not np.isfinite(v) or v < lo or (hi is not None and v > hi):
+            rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+            raise ValueError(f"params.{name} must be a finite scalar {rng}, got {v}")

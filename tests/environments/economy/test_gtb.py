@@ -240,3 +240,17 @@ def test_many_citizens_on_a_generated_map():
     loc = np.asarray(s.loc)
     assert len({tuple(x) for x in loc}) == 300 and not np.asarray(env.water)[loc[:, 0], loc[:, 1]].any()
     assert ts.obs["citizen"].shape == (300, env.roles["citizen"].observation_space.shape[0])
+
+
+def test_bad_params_and_arguments_are_named():
+    env = GTB(4, horizon=10)
+    p = env.default_params()
+    for field, value, msg in (("regen_prob", 2.0, "params.regen_prob must be a finite scalar in"),
+                              ("rate_max", -0.1, "params.rate_max"),
+                              ("bracket_cutoffs", jnp.asarray([1.0, 2, 3, 4, 5, 6, 7]), "start at 0")):
+        with pytest.raises(ValueError, match=msg):
+            env.validate_params(p.replace(**{field: jnp.asarray(value)}))
+    with pytest.raises(ValueError, match="placement must be"):
+        GTB(4, placement="corner")
+    with pytest.raises(ValueError, match="land tiles for num_citizens=40"):
+        GTB(40, layout="WS\n@ ", placement="random")
