@@ -10,7 +10,7 @@ nbclient = pytest.importorskip("nbclient")
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 # compiled populations on 4 fake devices: about 1.5 CPU-minutes even small, so with the
 # slow checks (CI runs them after the default suite)
-SLOW = {"populations"}
+SLOW = {"populations", "selfplay", "economy"}  # economy and selfplay train PPO: ~40-50 s each
 
 
 @pytest.mark.parametrize(

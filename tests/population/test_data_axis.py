@@ -48,6 +48,8 @@ def test_environments_split_over_4_devices_match_one_device():
             assert r[part][0] <= ABS_TOL and r[part][1] <= REL_TOL, (case, part, r[part], r["worst_metric"])
 
 
+# ~60 s on 2 cores, the largest default test: with the slow checks (PPO's data axis stays in the default suite)
+@pytest.mark.slow
 def test_pqn_environments_split_over_devices_match_one_device():
     """PQN on the data axis, in a subprocess with 4 fake devices: PQN-VDN on Overcooked
     (truncations bootstrapped inside the rollout, shaped reward) with one member's
