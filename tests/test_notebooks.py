@@ -10,7 +10,9 @@ nbclient = pytest.importorskip("nbclient")
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 # compiled populations on 4 fake devices: about 1.5 CPU-minutes even small, so with the
 # slow checks (CI runs them after the default suite)
-SLOW = {"populations", "selfplay", "economy"}  # economy and selfplay train PPO: ~40-50 s each
+# and the notebooks that train (economy, selfplay: 40-50 s each; robots, meanfield: ~20 s),
+# so that the default suite keeps its 10 minutes; quickstart and games stay in it
+SLOW = {"populations", "selfplay", "economy", "robots", "meanfield"}
 
 
 @pytest.mark.parametrize(

@@ -162,6 +162,8 @@ def test_role_gamma_overrides_the_discount_of_one_role():
         PPOConfig(role_gamma={"follower": 1.5})
 
 
+# ~16 s: with the slow checks
+@pytest.mark.slow
 def test_gpu_program_trains_identically(monkeypatch):
     """On GPU (``cheap_branches()`` False) the rollout has no data-dependent ``cond`` or
     ``while``: ``VecEnv`` resets by selection and the truncation bootstrap computes both
@@ -195,6 +197,8 @@ class _NoPromises(jaxagents.core.wrappers.base.Wrapper):
         self.roles = {k: dataclasses.replace(r, always_legal=False, always_active=False) for k, r in env.roles.items()}
 
 
+# ~15 s: with the slow checks
+@pytest.mark.slow
 def test_role_promises_drop_weights_and_masks_but_not_results(monkeypatch):
     """A role that promises every action legal and every agent active trains on
     minibatches without masks or sample weights (None: a plain mean, an unmasked
