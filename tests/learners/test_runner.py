@@ -72,6 +72,8 @@ def test_run_directory(uninterrupted):
     assert yaml.safe_load((d / "config.yaml").read_text())["train"]["ppo"]["num_envs"] == 16
 
 
+# ~30 s (a run killed by SIGKILL, then resumed): with the slow checks
+@pytest.mark.slow
 def test_killed_run_resumes_bit_identically(uninterrupted, cache, tmp_path):
     full_dir, _ = uninterrupted
     d = tmp_path / "killed"
