@@ -53,7 +53,7 @@ from flax import struct
 
 from jaxagents.core.validate import check_positive_int
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners import estimators
+from jaxagents.learners import curriculum, estimators
 from jaxagents.learners.agents import Agents
 from jaxagents.learners.interface import Fitness, Learner
 from jaxagents.learners.ppo_config import PPOConfig
@@ -206,6 +206,8 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
     ext = extension or Extension()
     env_params = env.default_params() if env_params is None else env_params
     env.validate_params(env_params)
+    env_schedule = cfg.env_schedule
+    curriculum.check(env_schedule, env, env_params)
     central, recurrent = cfg.central_critic, cfg.network.recurrent
     bootstrap = cfg.bootstrap_truncated
     if bootstrap is None:  # documented default: where V(final obs) is computable
@@ -254,7 +256,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         params = agents.init(k_params)
         tx = make_optimizer(hp, 1.0, cfg.optimizer, cfg.clip_per_stream)
         opt_state = {r: tx.init(p) for r, p in params.items()}
-        carry = init_carry(agents, vec_init, k_env, env_params, init_ids)
+        carry = init_carry(agents, vec_init, k_env, curriculum.params_at(env_params, env_schedule, 0), init_ids)
         extra = ext.init_extra(params, key) if ext.init_extra else None
         return TrainState(params, opt_state, carry, key, jnp.zeros((), jnp.int32), jnp.zeros((1, num_role_ids)), extra)
 
@@ -265,7 +267,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         opponents = ext.opponents(state, k_opp, env_ids) if ext.opponents else None
         h0 = state.env.hidden
         carry, traj, last_value = collect(
-            agents, vec, env_params, state.params, state.env, k_roll, num_steps,
+            agents, vec, curriculum.params_at(env_params, env_schedule, state.update), state.params, state.env, k_roll, num_steps,
             reward_fn=shaped(state.update), bootstrap_truncated=bootstrap, opponents=opponents,
             start_hash=advantage in ("grpo", "gigpo"), env_ids=env_ids,
         )
@@ -293,6 +295,8 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         params, opt_state, metrics = ppo_epochs(agents, state.params, state.opt_state, batches, h0, k_upd, hp, lr_scale,
                                                 magnets=magnets, magnet_weight=ext.magnet_weight, **epochs)
         metrics.update(episode_metrics(traj, ext.slot_names, data_axis))
+        for name, _ in env_schedule:  # the curriculum's values this update collected under
+            metrics[f"env/{name}"] = getattr(curriculum.params_at(env_params, env_schedule, state.update), name)
         metrics["update"] = state.update + 1
         metrics["env_steps"] = (state.update + 1) * steps_per_update
         new = state.replace(params=params, opt_state=opt_state, env=carry, key=key, update=state.update + 1, baseline=baseline)
@@ -309,8 +313,9 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         sampled policies ``state.params``."""
         k0, k1 = jax.random.split(key)
         vec_eval = VecEnv(env, num_envs, final_obs=bootstrap)
-        carry = init_carry(agents, vec_eval, k0, env_params)
-        _, traj, _ = collect(agents, vec_eval, env_params, state.params, carry, k1, num_steps or cfg.num_steps, start_hash=False)
+        eval_params = curriculum.params_at(env_params, env_schedule, state.update)  # where training has got to
+        carry = init_carry(agents, vec_eval, k0, eval_params)
+        _, traj, _ = collect(agents, vec_eval, eval_params, state.params, carry, k1, num_steps or cfg.num_steps, start_hash=False)
         return {f"eval/{k}": v for k, v in episode_metrics(traj, ext.slot_names).items()}
 
     returns = sorted({f"episode_return/{n}" for n in _slot_name_set(env, ext.slot_names)})

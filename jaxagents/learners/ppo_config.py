@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from jaxagents.core.validate import check_choice, check_float, check_int, check_positive_int
-from jaxagents.learners import estimators
+from jaxagents.learners import curriculum, estimators
 from jaxagents.learners.update import OPTIMIZERS
 from jaxagents.nn import NetworkConfig
 
@@ -53,8 +53,10 @@ class PPOConfig:
     role_lr_scale: Any = None
     role_start_update: Any = None
     role_gamma: Any = None
+    env_schedule: Any = None  # {param: {from, to, start, end}}: env params ramped over updates (learners.curriculum)
 
     def __post_init__(self):
+        object.__setattr__(self, "env_schedule", curriculum.parse(self.env_schedule))
         # per-role settings: {role: value}, kept as sorted pairs so the config stays hashable
         for name, kind in (("role_lr_scale", float), ("role_start_update", int), ("role_gamma", float)):
             v = getattr(self, name)

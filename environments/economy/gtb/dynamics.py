@@ -44,7 +44,7 @@ from flax import struct
 
 from jaxagents_environments.economy.gtb import rules
 from jaxagents_environments.economy.gtb.params import GTBParams, GTBState
-from jaxagents_environments.economy.market.auction import ASK, BID, EMPTY, OrderBook, arrival_ranks, match
+from jaxagents_environments.economy.market.auction import ASK, BID, EMPTY, OrderBook, feistel_ranks, match
 from jaxagents_environments.economy.market.rules import bracket_tax, isoelastic_utility
 from jaxagents_environments.economy.metrics import gini
 
@@ -69,9 +69,19 @@ class Draws:
 
     @classmethod
     def sample(cls, key, num_citizens: int, num_sources: int) -> "Draws":
-        k1, k2, k3 = jax.random.split(key, 3)
-        return cls(priority=arrival_ranks(k1, num_citizens), bonus=jax.random.uniform(k2, (num_citizens,)),
-                   regen=jax.random.uniform(k3, (num_sources,)))
+        # one call for all 4 + N + S words: a key split per step and per economy costs
+        # more than the words themselves at 4 citizens (about 15% of a step)
+        bits = jax.random.bits(key, (4 + num_citizens + num_sources,), jnp.uint32)
+        unit = _unit_floats(bits[4:])
+        return cls(priority=feistel_ranks(bits[:4], num_citizens), bonus=unit[:num_citizens],
+                   regen=unit[num_citizens:])
+
+
+def _unit_floats(bits: jax.Array) -> jax.Array:
+    """Uniform ``f32`` in ``[0, 1)`` from ``u32`` words (their top 23 bits as the mantissa,
+    as ``jax.random.uniform`` does)."""
+    one = jax.lax.bitcast_convert_type(jnp.float32(1.0), jnp.uint32)
+    return jax.lax.bitcast_convert_type((bits >> 9) | one, jnp.float32) - 1.0
 
 
 def equality_productivity(total: jax.Array) -> dict:
@@ -101,8 +111,8 @@ def step(env, state: GTBState, actions: dict, params: GTBParams, draws: Draws):
 
     a = actions["citizen"]
     a_c = jnp.clip(a, 0, lay.n - 1)
-    mask = rules.citizen_mask(lay, state, env.sources, env.water, env.max_orders)
-    legal = (a == a_c) & jnp.take_along_axis(mask, a_c[:, None], 1)[:, 0]
+    # the mask of this state was computed when it was made (and shown to the agents)
+    legal = (a == a_c) & jnp.take_along_axis(state.mask, a_c[:, None], 1)[:, 0]
     a = jnp.where(legal, a_c, rules.NOOP)
     r0, c0 = state.loc[:, 0], state.loc[:, 1]
 
@@ -164,7 +174,7 @@ def step(env, state: GTBState, actions: dict, params: GTBParams, draws: Draws):
     period_pos = t % params.tax_period
     p_act = actions["planner"][0]  # [B]
     level = jnp.clip(p_act - 1, 0, env.L - 1)
-    rate_index = jnp.where((period_pos == 0) & (p_act > 0), level, state.rate_index)
+    rate_index = jnp.where((period_pos == 0) & (p_act > 0) & (state.schedule < 0), level, state.rate_index)
     rates = jnp.minimum(rate_index / (env.L - 1), params.rate_max).astype(jnp.float32)
     total = coin + escrow_coin
     income = total - state.last_coin
@@ -187,9 +197,10 @@ def step(env, state: GTBState, actions: dict, params: GTBParams, draws: Draws):
     new = GTBState(
         loc=jnp.stack([r1, c1], -1), coin=coin, goods=goods, escrow_coin=escrow_coin, escrow_goods=escrow_goods,
         labour=labour, build_payment=state.build_payment, bonus_prob=state.bonus_prob, resources=resources,
-        house=house, book=book, rates=rates, rate_index=rate_index, last_coin=last_coin, last_income=last_income,
-        utility=new_utility, swf=welfare["swf"], t=t + 1,
+        house=house, book=book, rates=rates, rate_index=rate_index, schedule=state.schedule, last_coin=last_coin, last_income=last_income,
+        utility=new_utility, swf=welfare["swf"], t=t + 1, mask=state.mask,
     )
+    new = new.replace(mask=rules.citizen_mask(lay, new, env.sources, env.water, env.max_orders))
     info = dict(
         num_illegal=jnp.sum(~legal, dtype=jnp.int32), illegal_action=jnp.any(~legal) | jnp.any((p_act < 0) | (p_act > env.L)),
         builds=jnp.sum(build, dtype=jnp.int32), gathered=jnp.sum(units, 0), gatherers=jnp.sum(gathering, dtype=jnp.int32),

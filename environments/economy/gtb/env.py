@@ -22,6 +22,8 @@ the planner's is the change of equality x productivity ``(1 - Gini(c)) * mean(c)
 Episodes are truncated after ``horizon`` steps. The citizen's mask is enforced; the
 planner acts on the first step of each period (``active``), and levels above
 ``params.rate_max`` are capped to it (the AI Economist masks them instead).
+``params.schedule`` can take brackets from the planner: fixed levels, or levels drawn
+at reset (the planner is inactive when it sets no bracket).
 
 ``info``: ``num_illegal``, ``illegal_action``, ``builds``, ``gathered`` (``i32[2]``),
 ``gatherers``, ``trades`` (``i32[2]`` units traded per resource), ``tax_revenue``,
@@ -128,26 +130,31 @@ class GTB(Env):
         params_lib.check_params(self, params)
 
     # ---------------------------------------------------------------- reset
-    def initial_state(self, params: GTBParams, loc, build_payment, bonus_prob) -> GTBState:
+    def initial_state(self, params: GTBParams, loc, build_payment, bonus_prob, schedule=None) -> GTBState:
         """The state at reset with given starting tiles ``i32[N, 2]``, build payments
-        ``f32[N]`` and bonus chances ``f32[N]`` (what ``reset`` draws; parity tests
-        inject the reference's)."""
+        ``f32[N]``, bonus chances ``f32[N]`` and fixed levels ``i32[B]`` (default
+        ``params.schedule`` with ``-2`` read as the planner's; what ``reset`` draws;
+        parity tests inject the reference's)."""
         N, B = self.N, self.B
+        schedule = jnp.maximum(params.schedule, -1) if schedule is None else jnp.asarray(schedule, jnp.int32)
+        fixed = schedule >= 0
         coin = jnp.full((N,), params.starting_coin, jnp.float32)
         labour = jnp.zeros((N,), jnp.float32)
-        return GTBState(
+        state = GTBState(
             loc=jnp.asarray(loc, jnp.int32), coin=coin, goods=jnp.zeros((N, self.R), jnp.int32),
             escrow_coin=jnp.zeros((N,), jnp.float32), escrow_goods=jnp.zeros((N, self.R), jnp.int32), labour=labour,
             build_payment=jnp.asarray(build_payment, jnp.float32), bonus_prob=jnp.asarray(bonus_prob, jnp.float32),
             resources=self.sources, house=jnp.full((self.height, self.width), -1, jnp.int32),
-            book=OrderBook.empty(N, self.R * self.max_orders), rates=jnp.zeros((B,), jnp.float32),
-            rate_index=jnp.zeros((B,), jnp.int32), last_coin=coin, last_income=jnp.zeros((N,), jnp.float32),
+            book=OrderBook.empty(N, self.R * self.max_orders),
+            rates=jnp.where(fixed, jnp.minimum(schedule / (self.L - 1), params.rate_max), 0.0).astype(jnp.float32),
+            rate_index=jnp.where(fixed, schedule, 0), schedule=schedule, last_coin=coin, last_income=jnp.zeros((N,), jnp.float32),
             utility=dynamics.utility(coin, labour, params), swf=dynamics.equality_productivity(coin)["swf"],
-            t=jnp.zeros((), jnp.int32),
+            t=jnp.zeros((), jnp.int32), mask=jnp.zeros((N, self.layout.n), bool),
         )
+        return state.replace(mask=self.action_mask(state))
 
     def reset_env(self, key, params):
-        k_perm, k_loc, k_mult, k_bonus = jax.random.split(key, 4)
+        k_perm, k_loc, k_mult, k_bonus, k_sched = jax.random.split(key, 5)
         lomax = lambda k, a: jax.random.uniform(k, (self.N,), minval=1e-12) ** (-1.0 / a) - 1.0
         m = self.max_skill_multiplier
         if self.placement == "ranked":
@@ -159,7 +166,9 @@ class GTB(Env):
             loc = jnp.stack([cells // self.width, cells % self.width], -1)
             mult = jnp.minimum(m, (m - 1.0) * lomax(k_mult, 4.0) + 1.0)
         bonus = jnp.minimum(2.0, lomax(k_bonus, 3.0)) / 2.0
-        state = self.initial_state(params, loc, mult * params.payment, bonus)
+        drawn = jax.random.randint(k_sched, (self.B,), 0, self.L)
+        state = self.initial_state(params, loc, mult * params.payment, bonus,
+                                   jnp.where(params.schedule == -2, drawn, params.schedule))
         zi = jnp.zeros((), jnp.int32)
         zf = jnp.zeros((), jnp.float32)
         info = dict(num_illegal=zi, illegal_action=jnp.zeros((), bool), builds=zi,
@@ -179,15 +188,17 @@ class GTB(Env):
 
     # ---------------------------------------------------------------- views
     def action_mask(self, state: GTBState, params: GTBParams | None = None) -> jax.Array:
-        """``bool[N, n_actions]`` legal citizen actions (``rules.citizen_mask``)."""
+        """``bool[N, n_actions]`` legal citizen actions (``rules.citizen_mask``), computed
+        from the state's fields. Steps keep it in ``state.mask`` (computed once per step);
+        after editing a state by hand, refresh it: ``s.replace(mask=env.action_mask(s))``."""
         return rules.citizen_mask(self.layout, state, self.sources, self.water, self.max_orders)
 
     def _timestep(self, state, params, reward, info):
         obs = {"citizen": obs_lib.citizen_obs(self, state, params), "planner": obs_lib.planner_obs(self, state, params)[None]}
         return self.make_timestep(
             obs, reward=reward, truncated=state.t >= params.horizon,
-            action_mask={"citizen": self.action_mask(state), "planner": jnp.ones((1, 1), bool)},
-            active={"citizen": jnp.ones((self.N,), bool), "planner": (state.t % params.tax_period == 0)[None]},
+            action_mask={"citizen": state.mask, "planner": jnp.ones((1, 1), bool)},
+            active={"citizen": jnp.ones((self.N,), bool), "planner": ((state.t % params.tax_period == 0) & jnp.any(state.schedule < 0))[None]},
             info=info,
         )
 

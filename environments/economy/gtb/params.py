@@ -37,6 +37,11 @@ class GTBParams:
         rate_max: ``f32`` in [0, 1], the largest tax rate in force (1; tax annealing
             raises it from 0, see ``annealed_rate_max``); 0 disables taxes.
         bracket_cutoffs: ``f32[B]`` lower bracket edges in coin per period, 0 first.
+        schedule: ``i32[B]`` who sets each bracket's rate (default all ``-1``): ``-1``
+            the planner; ``k >= 0`` a fixed level ``k`` (rate ``k / (L - 1)``, still capped
+            by ``rate_max``) for the whole episode, the planner's action ignored; ``-2``
+            a level drawn uniformly at reset and fixed for the episode (citizens that
+            learn under random schedules can then be scored on any schedule).
     """
 
     horizon: jax.Array
@@ -54,6 +59,7 @@ class GTBParams:
     energy_weight: jax.Array
     rate_max: jax.Array
     bracket_cutoffs: jax.Array
+    schedule: jax.Array
 
 
 @struct.dataclass
@@ -73,11 +79,16 @@ class GTBState:
         book: open orders (``market.auction.OrderBook``, ``i32[N, k]`` fields; the
             arrival rank is the citizen's index).
         rates: ``f32[B]`` marginal rates in force this period.
-        rate_index: ``i32[B]`` the planner's chosen level per bracket (0..L-1).
+        rate_index: ``i32[B]`` the level in force per bracket (0..L-1).
+        schedule: ``i32[B]`` ``params.schedule`` with random levels drawn: ``-1`` where
+            the planner sets the rate, else the episode's fixed level.
         last_coin: ``f32[N]`` total coin after the last tax day (or reset).
         last_income: ``f32[N]`` income of the last taxed period.
         utility: ``f32[N]``; swf: ``f32[]`` equality x productivity of total coin.
         t: ``i32[]`` steps taken.
+        mask: ``bool[N, n_actions]`` the citizens' legal actions in this state
+            (``rules.citizen_mask``), computed once when the state is made: the
+            timestep shows it and the next step enforces it.
     """
 
     loc: jax.Array
@@ -93,20 +104,25 @@ class GTBState:
     book: OrderBook
     rates: jax.Array
     rate_index: jax.Array
+    schedule: jax.Array
     last_coin: jax.Array
     last_income: jax.Array
     utility: jax.Array
     swf: jax.Array
     t: jax.Array
+    mask: jax.Array
 
 
 def default_params(horizon: int = 1000, tax_period: int = 100, brackets=US_FEDERAL_CUTOFFS) -> GTBParams:
+    """The AI Economist's defaults (see ``GTBParams``); ``horizon``, ``tax_period`` and the
+    bracket cutoffs are the env's constructor arguments."""
     f, i = (lambda x: jnp.asarray(x, jnp.float32)), (lambda x: jnp.asarray(x, jnp.int32))
     return GTBParams(
         horizon=i(horizon), tax_period=i(tax_period), order_duration=i(50), starting_coin=f(10.0),
         move_labour=f(1.0), collect_labour=f(1.0), build_labour=f(10.0), order_labour=f(0.25),
         payment=f(10.0), regen_prob=f(0.01), eta=f(0.23), energy_cost=f(0.21),
         energy_weight=f(1.0), rate_max=f(1.0), bracket_cutoffs=f(brackets),
+        schedule=jnp.full((len(brackets),), -1, jnp.int32),
     )
 
 
@@ -121,6 +137,10 @@ def check_params(env, p: GTBParams) -> None:
         "energy_weight": (0, 1), "rate_max": (0, 1),
     }
     check_ranges(p, ranges)
+    schedule = np.asarray(p.schedule)
+    if schedule.shape != (env.B,) or np.any(schedule < -2) or np.any(schedule >= env.L):
+        raise ValueError(f"params.schedule must be i32[{env.B}] with values -2 (random), -1 (the planner) or "
+                         f"levels 0..{env.L - 1}, got {schedule.tolist()}")
 
 
 def energy_warmup(episodes_done, constant):

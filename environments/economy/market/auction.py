@@ -178,9 +178,14 @@ def arrival_ranks(key: jax.Array, num_citizens: int) -> jax.Array:
     ``rank_bits`` bits with MurmurHash3's finaliser as round function, fresh round keys
     each step). Elementwise, so no sort: ``jax.random.permutation`` sorts random keys
     with a multi-operand sort, the slowest part of a step at 10^5 citizens."""
+    return feistel_ranks(jax.random.bits(key, (4,), jnp.uint32), num_citizens)
+
+
+def feistel_ranks(round_keys: jax.Array, num_citizens: int) -> jax.Array:
+    """``arrival_ranks`` from its four ``u32`` round keys (for callers that draw all of a
+    step's random words at once)."""
     m = rank_bits(num_citizens)
     hi, lo = m // 2, m - m // 2
-    round_keys = jax.random.bits(key, (4,), jnp.uint32)
     x = jnp.arange(num_citizens, dtype=jnp.uint32)
     for r in range(4):  # rounds, not agents
         left, right = x >> lo, x & jnp.uint32((1 << lo) - 1)

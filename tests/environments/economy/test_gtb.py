@@ -26,8 +26,8 @@ def small():
 
 
 def _state(env, params, locs, **kw):
-    s = env.initial_state(params, jnp.asarray(locs), jnp.full((env.N,), 15.0), jnp.zeros((env.N,)))
-    return s.replace(**kw)
+    s = env.initial_state(params, jnp.asarray(locs), jnp.full((env.N,), 15.0), jnp.zeros((env.N,))).replace(**kw)
+    return s.replace(mask=env.action_mask(s))  # a state edited by hand refreshes its cached mask
 
 
 def _draws(env, priority=None, bonus=None, regen=1.0):
@@ -247,10 +247,38 @@ def test_bad_params_and_arguments_are_named():
     p = env.default_params()
     for field, value, msg in (("regen_prob", 2.0, "params.regen_prob must be a finite scalar in"),
                               ("rate_max", -0.1, "params.rate_max"),
-                              ("bracket_cutoffs", jnp.asarray([1.0, 2, 3, 4, 5, 6, 7]), "start at 0")):
+                              ("bracket_cutoffs", jnp.asarray([1.0, 2, 3, 4, 5, 6, 7]), "start at 0"),
+                              ("schedule", jnp.asarray([0, 1, 2, 3, 4, 5, 21]), "levels 0..20"),
+                              ("schedule", jnp.asarray([-3, 0, 0, 0, 0, 0, 0]), "-2 \\(random\\)"),
+                              ("schedule", jnp.asarray([0, 0]), "schedule must be i32\\[7\\]")):
         with pytest.raises(ValueError, match=msg):
             env.validate_params(p.replace(**{field: jnp.asarray(value)}))
     with pytest.raises(ValueError, match="placement must be"):
         GTB(4, placement="corner")
     with pytest.raises(ValueError, match="land tiles for num_citizens=40"):
         GTB(40, layout="WS\n@ ", placement="random")
+
+
+def test_fixed_and_random_schedules_override_the_planner(small):
+    env, params, step = small  # 3 citizens, 7 brackets, 21 levels
+    fixed = params.replace(schedule=jnp.asarray([2, 4, 6, 8, 10, 12, 20], jnp.int32))
+    s = jax.jit(env.reset)(jax.random.PRNGKey(0), fixed)[0]
+    np.testing.assert_allclose(np.asarray(s.rates), [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 1.0], rtol=1e-6)
+    for _ in range(6):  # across a period start: the planner's action (level 0 everywhere) is ignored
+        s, ts = env.step_with_draws(s, _act(env, [0, 0, 0], planner=1), fixed, _draws(env))
+        np.testing.assert_allclose(np.asarray(s.rates), [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 1.0], rtol=1e-6)
+        assert not bool(ts.active["planner"][0])  # nobody to train: the planner never acts
+    capped = fixed.replace(rate_max=jnp.float32(0.25))  # the tax cap still applies (tax annealing)
+    s, _ = env.step_with_draws(s, _act(env, [0, 0, 0]), capped, _draws(env))
+    np.testing.assert_allclose(np.asarray(s.rates), [0.1, 0.2, 0.25, 0.25, 0.25, 0.25, 0.25], rtol=1e-6)
+    # mixed: bracket 0 is the planner's, the rest fixed
+    mixed = params.replace(schedule=jnp.asarray([-1, 0, 0, 0, 0, 0, 0], jnp.int32))
+    s, ts = jax.jit(env.reset)(jax.random.PRNGKey(0), mixed)
+    assert bool(ts.active["planner"][0])
+    s, _ = env.step_with_draws(s, _act(env, [0, 0, 0], planner=11), mixed, _draws(env))
+    np.testing.assert_allclose(np.asarray(s.rates), [0.5, 0, 0, 0, 0, 0, 0], atol=1e-6)
+    # random: a level per bracket drawn at reset, fixed for the episode
+    rand = params.replace(schedule=jnp.full((7,), -2, jnp.int32))
+    drawn = np.asarray(jax.vmap(lambda k: env.reset(k, rand)[0].schedule)(jax.random.split(jax.random.PRNGKey(1), 200)))
+    assert drawn.min() == 0 and drawn.max() == 20 and len({tuple(r) for r in drawn}) == 200
+    assert abs(drawn.mean() - 10) < 0.5
