@@ -266,8 +266,9 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         env_ids = local_env_ids(data_axis, data_shards, local_envs)  # with a data axis: this device's environments
         opponents = ext.opponents(state, k_opp, env_ids) if ext.opponents else None
         h0 = state.env.hidden
+        rollout_params = curriculum.params_at(env_params, env_schedule, state.update)  # env_params without a schedule
         carry, traj, last_value = collect(
-            agents, vec, curriculum.params_at(env_params, env_schedule, state.update), state.params, state.env, k_roll, num_steps,
+            agents, vec, rollout_params, state.params, state.env, k_roll, num_steps,
             reward_fn=shaped(state.update), bootstrap_truncated=bootstrap, opponents=opponents,
             start_hash=advantage in ("grpo", "gigpo"), env_ids=env_ids,
         )
@@ -296,7 +297,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
                                                 magnets=magnets, magnet_weight=ext.magnet_weight, **epochs)
         metrics.update(episode_metrics(traj, ext.slot_names, data_axis))
         for name, _ in env_schedule:  # the curriculum's values this update collected under
-            metrics[f"env/{name}"] = getattr(curriculum.params_at(env_params, env_schedule, state.update), name)
+            metrics[f"env/{name}"] = getattr(rollout_params, name)
         metrics["update"] = state.update + 1
         metrics["env_steps"] = (state.update + 1) * steps_per_update
         new = state.replace(params=params, opt_state=opt_state, env=carry, key=key, update=state.update + 1, baseline=baseline)
