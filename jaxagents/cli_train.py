@@ -11,6 +11,8 @@ def cmd_train(args) -> int:
     if args.distributed:  # before anything touches a device (see jaxagents.population.distributed)
         from jaxagents.population import distributed
 
+        # a bad launch raises a one-line ValueError, which cli.main prints after "error:" (exit 2);
+        # a join that times out ends the process from initialize's watchdog, also with one line and 2
         distributed.initialize()
     from jaxagents import runner
 
@@ -37,8 +39,20 @@ def cmd_train(args) -> int:
     except runner.TrainingDiverged as e:
         print(f"jaxagents train: {e}", file=sys.stderr)
         return 1
+    except runner.Preempted as e:  # a distinct status: a scheduler may requeue the job with --resume
+        from jaxagents.preemption import EXIT_PREEMPTED
+
+        print(f"jaxagents train: {e}", file=sys.stderr)
+        return EXIT_PREEMPTED
     except Exception as e:  # an allocation the memory check could not foresee (the rollout, a compile)
         text = str(e)
+        if args.distributed:
+            from jaxagents.population import distributed
+
+            line = str(e) if isinstance(e, distributed.ProcessesApart) else distributed.explain_gloo_timeout(text)
+            if line is not None:  # the run cannot go on; skip JAX's shutdown barrier (5 minutes waiting for the others)
+                print(f"jaxagents train: {line}", file=sys.stderr, flush=True)
+                os._exit(1)
         if "RESOURCE_EXHAUSTED" not in text:
             raise
         first = " ".join(text.split("\n")[0].split())
@@ -72,7 +86,8 @@ def add_commands(sub) -> None:
     st.add_argument("--distributed", action="store_true",
                     help="one of several processes (hosts of a pod, nodes of a cluster): calls jax.distributed.initialize, "
                     "from JAXAGENTS_COORDINATOR / JAXAGENTS_NUM_PROCESSES / JAXAGENTS_PROCESS_ID or the cluster's own "
-                    "detection; every process runs the same command with the same --run-dir")
+                    "detection; every process runs the same command with the same --run-dir, and all must join within "
+                    "JAXAGENTS_INIT_TIMEOUT seconds (default 30)")
     st.set_defaults(func=cmd_train)
 
     se = sub.add_parser("eval", help="evaluate the latest checkpoint of a run")

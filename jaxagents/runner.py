@@ -27,6 +27,10 @@ Nothing is lost or overwritten:
 * files are written atomically (a temporary file and a rename); a half-written last
   line of ``metrics.jsonl`` is dropped on resume; a checkpoint that does not restore
   is moved aside and the next older one is used (``Checkpointer.restore_newest``);
+* SIGTERM (a preempted machine, a cancelled SLURM job) stops the run after the
+  running segment, once its checkpoint is written, on every process together
+  (``jaxagents.preemption``); it raises ``Preempted`` and ``--resume`` continues it
+  bit-identically;
 * a diverged run (non-finite losses or parameters) stops with ``TrainingDiverged``
   naming the update and the last good checkpoint; the diverged state is not
   checkpointed, and its metrics rows are kept (non-finite losses as ``null``, listed
@@ -71,7 +75,8 @@ from jaxagents import config as configs
 from jaxagents import tracking
 from jaxagents.checkpoint import Checkpointer
 from jaxagents.core.validate import check_int
-from jaxagents.population.distributed import gather
+from jaxagents.population.distributed import gather, wait_for_all
+from jaxagents.preemption import Preempted, Preemption
 from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
 from jaxagents.results import Progress, final_metrics, format_results
 from jaxagents.rundir import RunLock, check_new_run_dir, default_run_dir, lay_out
@@ -255,7 +260,9 @@ def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
         return []
     S = config["num_seeds"]
     keys = jax.random.split(jax.random.fold_in(jax.random.key(config["seed"]), 0x5EED), S)
-    metrics = {k: v for k, v in gather(_evaluate_states(learner, state0, keys)).items() if k in logged}
+    evaluate = jax.jit(jax.vmap(learner.evaluate)).lower(state0, keys).compile()
+    wait_for_all("compiled the evaluation")  # run it together (gloo's 30 s connect limit)
+    metrics = {k: v for k, v in gather(evaluate(state0, keys)).items() if k in logged}
     if not metrics:
         return []
     if _is_population(learner):  # [S, P]: the population's mean, as in its later rows
@@ -281,6 +288,29 @@ def _divergence(rows: list[dict], params) -> str | None:
     if leaves and not bool(_all_finite(leaves)):
         return f"non-finite parameters after update {rows[-1]['update'] if rows else '?'}"
     return None
+
+
+PLACEMENT_FILE = "placement.jsonl"
+
+
+def _record_placement(trainer, run_dir: str, quiet: bool, restored: int | None) -> None:
+    """Say where a population's members go -- printed at start, and one line per
+    start (a resume may run on other devices) appended to ``placement.jsonl`` -- and
+    warn when the size leaves devices idle (``population.config.placement``)."""
+    info = getattr(trainer, "placement", None) if _is_population(trainer) else None
+    if info is None:
+        return
+    if not quiet:
+        _warn(info["line"])
+    if info["warning"]:
+        _warn(info["warning"])  # a warning is printed even when quiet: it names a choice the user did not make
+    row = {k: v for k, v in info.items() if k != "line"}
+    row["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    try:
+        with open(os.path.join(run_dir, PLACEMENT_FILE), "a") as f:
+            f.write(json.dumps(row) + "\n")
+    except OSError as e:
+        raise _write_failed(e, "where the members run", os.path.join(run_dir, PLACEMENT_FILE), run_dir, restored) from None
 
 
 def _warn(message: str) -> None:
@@ -329,7 +359,8 @@ def run(
             check_new_run_dir(run_dir, overwrite)
     lock = _lock(run_dir, resume, overwrite, primary)
     try:
-        return _run(config, run_dir, resume, quiet, overwrite, primary)
+        with Preemption() as preemption:  # SIGTERM: stop at the next checkpoint (jaxagents.preemption)
+            return _run(config, run_dir, resume, quiet, overwrite, primary, preemption)
     finally:
         if lock is not None:
             lock.release()
@@ -364,7 +395,8 @@ def _lock(run_dir: str, resume: bool, overwrite: bool, primary: bool) -> RunLock
     return lock
 
 
-def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool, primary: bool) -> dict:
+def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool, primary: bool,
+         preemption: Preemption) -> dict:
     """``run`` once the run directory is this run's (``_lock``)."""
     S = config["num_seeds"]
     show = config["log"].get("progress", True) and not quiet
@@ -399,6 +431,8 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
         for message in skipped if primary else ():
             _warn(message)
     done = int(np.asarray(state.update)[0])
+    if primary:
+        _record_placement(learner, run_dir, quiet, restored)
     if resume and done >= U and os.path.isfile(results_path):  # finished already: its figures stand
         ckpt.close()
         progress.close()
@@ -426,7 +460,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
     compiled = {}  # segment length -> compiled program (at most two lengths)
     compile_s, train_s, trained_steps = 0.0, 0.0, 0
     start_due = done == 0  # evaluate the initial state: the start of every evaluation curve
-    diverged = None
+    diverged, stopped = None, False
     try:
         while done < U:
             n = min(every, U - done)
@@ -438,6 +472,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
                 # instead of becoming a select that evaluates on every update.
                 axes = jax.tree.map(lambda _: 0, state).replace(update=None)
                 compiled[n] = jax.jit(jax.vmap(body, in_axes=(axes,), out_axes=(axes, 0))).lower(_shared_update(state)).compile()
+                wait_for_all(f"compiled a segment of {n} updates")  # start it together (gloo's 30 s connect limit)
                 compile_s += time.perf_counter() - tc
             if start_due:
                 start_due = False
@@ -469,11 +504,19 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
                 raise _write_failed(e, f"the checkpoint of update {done}", os.path.join(run_dir, "checkpoints", str(done)),
                                     run_dir, restored) from None
             restored = done
+            if done < U and preemption.stop_agreed(done):  # every process: a collective at each boundary
+                stopped = True
+                break
     finally:
         progress.close()
         for s in sinks:
             s.close()
         ckpt.close()
+    if stopped:
+        every_process = " with the same command on every process" if jax.process_count() > 1 else ""
+        raise Preempted(f"stopped on SIGTERM after update {done} of {U}, its checkpoint written "
+                        f"({os.path.join(run_dir, 'checkpoints', str(done))}): continue the run with "
+                        f"`jaxagents train --resume {run_dir}`{every_process}")
     if diverged:
         last = (
             f"the last good checkpoint is {os.path.join(run_dir, 'checkpoints', str(restored))} (update {restored})"

@@ -521,6 +521,16 @@ def test_member_on_a_single_run_is_refused_before_restoring(tmp_path, capsys):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_member_out_of_range_is_refused_before_restoring(tmp_path, capsys):
+    run = tmp_path / "pop"
+    run.mkdir()
+    cfg = runner.prepare({"learner": "ippo", "env": {"id": "stag_hunt"}, "population": {"size": 4}})
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))  # no checkpoint: restoring first would fail otherwise
+    for member in ("99", "4", "-1", "worst"):
+        err = _cli_error(["eval", str(run), "--member", member], capsys)
+        assert f"--member must be all, best or a member index 0..3 of {str(run)!r}, got {member!r}" in err, err
+
+
 def test_public_reset_and_step_refuse_what_validate_params_refuses():
     import jax
     import jax.numpy as jnp

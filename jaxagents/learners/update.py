@@ -57,12 +57,16 @@ HPARAM_RANGES = {
     "gae_lambda": (0.5, 1.0, "linear"),
     "max_grad_norm": (0.05, 10.0, "log"),
 }
+# Plain SGD steps are not normalised as Adam's are: its useful learning rates are
+# two to three orders larger (Kuhn self-play trains with 0.8).
+SGD_LR_RANGE = (1e-4, 2.0, "log")
 
 
 def hparam_space(cfg) -> dict:
     """``{name: HParamSpec}`` of the PPO family's traced hyper-parameters, the
-    defaults read from ``cfg``."""
-    return interface.hparam_space(HPARAM_RANGES, cfg)
+    defaults read from ``cfg`` (the learning rate's range follows the optimizer)."""
+    ranges = dict(HPARAM_RANGES, lr=SGD_LR_RANGE) if getattr(cfg, "optimizer", "adam") == "sgd" else HPARAM_RANGES
+    return interface.hparam_space(ranges, cfg)
 
 
 @struct.dataclass

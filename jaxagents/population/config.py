@@ -90,14 +90,42 @@ def build_population(cfg: PopulationConfig, learner, callback=None):
     data = cfg.mesh.data
     if data > len(jax.devices()):
         raise ValueError(f"population.mesh.data={data} needs {data} devices; {len(jax.devices())} are present")
-    devices = cfg.mesh.pop if cfg.mesh.pop is not None else _largest_divisor(cfg.size, len(jax.devices()) // data)
+    present = jax.devices()
+    devices = cfg.mesh.pop if cfg.mesh.pop is not None else _largest_divisor(cfg.size, len(present) // data)
     mesh = make_mesh(devices, data=data) if devices * data > 1 or cfg.mesh.pop is not None else None
-    return Population(learner, cfg.size, cfg.pbt, ranges=ranges, mesh=mesh, chunk=cfg.chunk, callback=callback)
+    population = Population(learner, cfg.size, cfg.pbt, ranges=ranges, mesh=mesh, chunk=cfg.chunk, callback=callback)
+    population.placement = placement(cfg, devices, present)
+    return population
 
 
 def _largest_divisor(size: int, devices: int) -> int:
     """The most devices (at most ``devices``) that split ``size`` members evenly."""
     return max(d for d in range(1, devices + 1) if size % d == 0)
+
+
+def placement(cfg: PopulationConfig, pop: int, present: list) -> dict:
+    """Where the members of ``cfg`` go on the ``present`` devices with ``pop``
+    devices on the member axis: the figures a run prints at start and keeps in its
+    run directory, and ``warning`` (None, or one line) when the size leaves devices
+    idle that a chosen ``mesh.pop`` did not ask to leave (6 members on 4 devices use
+    3: the warning names the sizes that would use all 4)."""
+    data = cfg.mesh.data
+    used = pop * data
+    out = {
+        "members": cfg.size, "pop": pop, "data": data, "members_per_device": cfg.size // pop,
+        "devices_used": used, "devices_present": len(present), "platform": present[0].platform,
+        "processes": len({d.process_index for d in present}),
+        "line": (f"population of {cfg.size} members on {used} of {len(present)} {present[0].platform} device(s): "
+                 f"mesh pop={pop} x data={data}, {cfg.size // pop} member(s) per device"),
+        "warning": None,
+    }
+    fit = len(present) // data
+    if cfg.mesh.pop is None and used < len(present):
+        sizes = ", ".join(str(fit * k) for k in range(1, 4))
+        out["warning"] = (f"population.size={cfg.size} leaves {len(present) - used} of {len(present)} devices idle "
+                          f"({cfg.size} members split evenly over at most {pop}); sizes that use all of them: {sizes}, ... "
+                          f"(or set population.mesh.pop={pop} to make this choice explicit)")
+    return out
 
 
 def learner_kwargs(population: dict | None) -> dict:

@@ -67,7 +67,10 @@ class PopulationState:
 
 def _ranges(learner: Learner, ranges: dict | None) -> dict[str, HParamSpec]:
     """The learner's ``hparam_space`` with user ranges ``{name: (low, high)}`` (the
-    scale stays the learner's; the config default must lie inside)."""
+    scale stays the learner's). A user range must lie inside the learner's own,
+    where the hyper-parameter is known to be usable; one reaching outside it is
+    refused (one line naming both) rather than clipped, so that no member silently
+    trains with other values than the config says."""
     space = dict(learner.hparam_space)
     for name, rng in (ranges or {}).items():
         if name not in space:
@@ -76,6 +79,10 @@ def _ranges(learner: Learner, ranges: dict | None) -> dict[str, HParamSpec]:
             raise ValueError(f"population ranges: {name} must be [low, high], got {rng!r}")
         low = check_float(f"population ranges: {name} low", rng[0])
         high = check_float(f"population ranges: {name} high", rng[1], low=low)
+        own = space[name]
+        if low < own.low or high > own.high:
+            raise ValueError(f"population ranges: {name} [{low:g}, {high:g}] reaches outside the learner's range for it, "
+                             f"[{own.low:g}, {own.high:g}]: give a range inside that one")
         space[name] = dataclasses.replace(space[name], low=low, high=high)
     return space
 
@@ -97,7 +104,12 @@ class Population:
             time by ``lax.map`` (less memory).
         callback: optional host function ``callback(update, metrics)`` called once per
             update with the population's metrics (``[P]`` each), e.g. a progress bar.
+
+    ``placement`` is set by ``build_population`` (a dict: the mesh used, members per
+    device, devices present; ``jaxagents.population.config.placement``), None otherwise.
     """
+
+    placement: dict | None = None
 
     def __init__(self, learner: Learner, size: int, pbt: pbt_lib.PBTConfig | None = None, ranges: dict | None = None,
                  mesh=None, chunk: int | None = None, callback=None):
@@ -213,7 +225,8 @@ class Population:
         interval_mean = state.fitness_sum / jnp.maximum(state.fitness_count, 1.0)
         fitness = jnp.where(state.fitness_count > 0, interval_mean, state.fitness)
         key, k = jax.random.split(state.key)
-        members, hparams, parents = pbt_lib.exploit_explore(k, fitness, state.members, state.hparams, self.space, self.pbt)
+        members, hparams, parents = pbt_lib.exploit_explore(k, fitness, state.members, state.hparams, self.space, self.pbt,
+                                                            generation=state.update)
         zeros = jnp.zeros_like(fitness)
         return state.replace(members=members, hparams=hparams, parents=parents.astype(jnp.int32), fitness=fitness[parents],
                              fitness_sum=zeros, fitness_count=zeros, key=key)

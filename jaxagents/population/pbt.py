@@ -4,8 +4,12 @@ At a *ready point* every member has a fitness (``f32[P]``, NaN where it was neve
 measured). Members are ranked, NaN last; with ``k = max(1, floor(fraction * P))``:
 
 * **exploit** (truncation selection): each of the ``k`` worst members copies the
-  train state -- parameters *and* optimiser state, everything -- of a member drawn
-  uniformly from the ``k`` best;
+  train state -- parameters, optimiser state, environments, everything but its random
+  keys -- of a member drawn uniformly from the ``k`` best. A copied member keeps its
+  own keys (every typed PRNG-key leaf of the state), folded with the generation
+  (the update of the ready point): copying the key too would leave the child drawing
+  the same environments and the same action noise as its parent from then on, and
+  after a few ready points most of the population would share one random stream;
 * **explore**: each copied member's hyper-parameters (those PBT varies) are its
   parent's, each multiplied by ``0.8`` or ``1.2`` (equally likely; ``perturb``), or,
   with probability ``resample_prob``, drawn afresh from the parameter's range on its
@@ -109,12 +113,38 @@ def explore(key: jax.Array, hparams, parents: jax.Array, space: dict, names: tup
     return inherited.replace(**out)
 
 
-def exploit_explore(key: jax.Array, fitness: jax.Array, members, hparams, space: dict, cfg: PBTConfig):
+def _is_key(x) -> bool:
+    return jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def copy_members(members, parents: jax.Array, generation: jax.Array):
+    """Each member's leaves from its parent (``parents`` ``i32[P]``), except its
+    typed PRNG keys: a member with a new parent keeps its own keys folded with
+    ``generation``, one that keeps itself keeps them unchanged. Distinct keys
+    therefore stay distinct through any number of ready points."""
+    copied = parents != jnp.arange(parents.shape[0])
+
+    def one(x):
+        if not _is_key(x):
+            return x[parents]
+        flat = x.reshape(x.shape[0], -1)  # [P, k] keys per member
+        fresh = jax.vmap(jax.vmap(jax.random.fold_in, in_axes=(0, None)), in_axes=(0, None))(flat, generation)
+        mask = copied.reshape((-1,) + (1,) * (jax.random.key_data(flat).ndim - 1))
+        data = jnp.where(mask, jax.random.key_data(fresh), jax.random.key_data(flat))
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x)).reshape(x.shape)
+
+    return jax.tree.map(one, members)
+
+
+def exploit_explore(key: jax.Array, fitness: jax.Array, members, hparams, space: dict, cfg: PBTConfig,
+                    generation: jax.Array | int = 0):
     """One ready point: ``(members, hparams, parents)`` after exploit and explore.
     ``members`` is any pytree with a leading ``[P]`` axis on every leaf (a stacked
-    train state); a copied member gets its parent's leaves exactly."""
+    train state); a copied member gets its parent's leaves exactly, except its random
+    keys (``copy_members``); ``generation`` (the update of the ready point) is folded
+    into a copied member's keys."""
     k_sel, k_exp = jax.random.split(key)
     parents = select_parents(k_sel, fitness, cfg.num_replaced(fitness.shape[0]))
-    members = jax.tree.map(lambda x: x[parents], members)
+    members = copy_members(members, parents, jnp.asarray(generation, jnp.uint32))
     hparams = explore(k_exp, hparams, parents, space, cfg.hparams, cfg.perturb, cfg.resample_prob)
     return members, hparams, parents

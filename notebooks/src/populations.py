@@ -56,11 +56,11 @@ print("fitness:", learner.fitness.name)
 print({k: (s.low, s.high, s.scale) for k, s in learner.hparam_space.items() if k in ("lr", "ent_coef")})
 """)
 md("""
-Eight members, learning rates drawn log-uniformly from [1e-4, 1e-1]; the same members
+Eight members, learning rates drawn log-uniformly from [1e-4, 1e-2] (inside the learner's range for Adam); the same members
 with and without PBT (same keys, same draws), each one compiled program.
 """)
 code("""
-ranges = {"lr": (1e-4, 1e-1)}
+ranges = {"lr": (1e-4, 1e-2)}
 pbt = PBTConfig(interval=4 if SMALL else 10, fraction=0.25, hparams=("lr",))
 runs = {}
 for name, p in (("PBT", pbt), ("no PBT", None)):

@@ -85,3 +85,39 @@ def test_two_process_run_writes_once_and_resumes_bit_identically(tmp_path):
     _finish(_start(["--resume", str(killed)], cache))
     for name in ("metrics.jsonl", "population.jsonl"):
         assert _jsonl(full / name) == _jsonl(killed / name), name
+
+
+@pytest.mark.slow
+def test_sigterm_to_one_process_stops_both_at_the_same_checkpoint(tmp_path):
+    """A scheduler's SIGTERM reaching one process of two: both stop after the same
+    update with that checkpoint written and exit 75; resumed, the run ends equal to
+    one never stopped."""
+    from jaxagents.preemption import EXIT_PREEMPTED
+
+    cache = tmp_path / "cache"
+    args = [*ARGS, "train.total_timesteps=2048"]  # 32 updates
+    full = tmp_path / "full"
+    _finish(_start([*args, "--run-dir", str(full)], cache))
+    stopped = tmp_path / "stopped"
+    procs = _start([*args, "--run-dir", str(stopped)], cache)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and all(p.poll() is None for p in procs) and not (stopped / "checkpoints" / "2").is_dir():
+            time.sleep(0.01)
+        procs[1].send_signal(signal.SIGTERM)
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        _kill(procs)
+    lasts = []
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == EXIT_PREEMPTED, err[-3000:]
+        lasts.append(err.strip().splitlines()[-1])
+    assert "SIGTERM received" in outs[1][1] and "SIGTERM received" not in outs[0][1]
+    stop = {int(x.split("after update ")[1].split()[0]) for x in lasts}
+    assert len(stop) == 1 and 2 <= min(stop) < 32, lasts  # the same update on both
+    assert "on every process" in lasts[0]
+    steps = sorted(int(p) for p in os.listdir(stopped / "checkpoints") if p.isdigit())
+    assert steps[-1] == min(stop)
+    _finish(_start(["--resume", str(stopped)], cache))
+    for name in ("metrics.jsonl", "population.jsonl"):
+        assert _jsonl(full / name) == _jsonl(stopped / name), name

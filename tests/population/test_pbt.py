@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import jaxagents
 from jaxagents.learners import HParamSpec, PPOConfig, make_train
 from jaxagents.population import PBTConfig, Population
-from jaxagents.population.pbt import explore, ranks, select_parents
+from jaxagents.population.pbt import copy_members, explore, exploit_explore, ranks, select_parents
 
 
 @settings(max_examples=30, deadline=None)
@@ -58,6 +58,55 @@ def test_explore_perturbs_or_resamples_within_the_range():
     assert float(jnp.max(edge.lr)) == pytest.approx(1e-2)
 
 
+def test_members_keep_their_own_random_keys_through_many_ready_points():
+    """The exploit step copies everything but the keys: after 200 ready points with
+    random fitness the members' keys are still all distinct (copying them, as the
+    parameters are, leaves one key for the whole population after a few dozen), and
+    every other leaf of a copied member is its parent's."""
+    P = 8
+    cfg = PBTConfig(fraction=0.5, resample_prob=0.0)
+    space = {"lr": HParamSpec("lr", 1e-3, 1e-4, 1e-2, "log")}
+
+    @struct.dataclass
+    class HP:
+        lr: jax.Array
+
+    @struct.dataclass
+    class Member:
+        key: jax.Array  # [P]
+        keys: jax.Array  # [P, 3]: several keys per member (e.g. one per environment)
+        params: jax.Array
+
+    members = Member(jax.random.split(jax.random.key(0), P), jax.random.split(jax.random.key(1), (P, 3)), jnp.arange(P, dtype=jnp.float32))
+    hp = HP(jnp.full((P,), 1e-3))
+
+    @jax.jit
+    def ready(carry, k):
+        members, hp = carry
+        k_fit, k_pbt, k_gen = jax.random.split(k, 3)
+        fitness = jax.random.normal(k_fit, (P,))
+        gen = jax.random.randint(k_gen, (), 0, 1000)
+        new, hp, parents = exploit_explore(k_pbt, fitness, members, hp, space, cfg, generation=gen)
+        np_ = new.params
+        return (new, hp), (parents, np_, members.params)
+
+    (members, hp), (parents, after, before) = jax.lax.scan(ready, (members, hp), jax.random.split(jax.random.key(2), 200))
+    parents, after, before = map(np.asarray, (parents, after, before))
+    assert (parents != np.arange(P)).sum() >= 200 * 4  # half the members copied at every point
+    np.testing.assert_array_equal(after, np.take_along_axis(before, parents, axis=1))  # parameters copied exactly
+    assert len(set(after[-1].tolist())) <= 2  # by now the parameters descend from one or two members ...
+    for leaf in (members.key, members.keys):  # ... but every key is its own
+        data = np.asarray(jax.random.key_data(leaf)).reshape(-1, 2)
+        assert len({d.tobytes() for d in data}) == data.shape[0]
+    # one ready point by hand: the copied member's key is its own key folded with the generation
+    m0 = Member(jax.random.split(jax.random.key(3), 2), jax.random.split(jax.random.key(4), (2, 3)), jnp.arange(2.0))
+    out = copy_members(m0, jnp.array([0, 0]), jnp.uint32(7))
+    assert np.asarray(out.params).tolist() == [0.0, 0.0]
+    k0, k1 = (np.asarray(jax.random.key_data(x)) for x in (out.key, m0.key))
+    np.testing.assert_array_equal(k0[0], k1[0])  # the parent keeps its key
+    np.testing.assert_array_equal(k0[1], np.asarray(jax.random.key_data(jax.random.fold_in(m0.key[1], 7))))
+
+
 def test_config_is_validated():
     with pytest.raises(ValueError, match="pbt.fraction"):
         PBTConfig(fraction=0.7)
@@ -70,6 +119,15 @@ def test_config_is_validated():
         Population(learner, 4, PBTConfig(hparams=("lrr",)))
     with pytest.raises(ValueError, match="unknown hyper-parameter 'lrr'"):
         Population(learner, 4, ranges={"lrr": (0.1, 0.2)})
+    # a range reaching outside the learner's own is refused, not silently trained with
+    with pytest.raises(ValueError, match=r"population ranges: lr \[0.0001, 5\] reaches outside the learner's range for it, "
+                                         r"\[1e-05, 0.01\]"):
+        Population(learner, 4, ranges={"lr": (1e-4, 5.0)})
+    with pytest.raises(ValueError, match=r"ent_coef \[-0.1, 0.1\] reaches outside"):
+        Population(learner, 4, ranges={"ent_coef": (-0.1, 0.1)})
+    sgd = make_train(PPOConfig(num_envs=2, num_steps=2, total_timesteps=4, optimizer="sgd", lr=0.5), jaxagents.make("stag_hunt"))
+    assert sgd.hparam_space["lr"].high == 2.0  # plain SGD's rates are larger than Adam's
+    assert Population(sgd, 4, ranges={"lr": (0.01, 1.0)}).space["lr"].high == 1.0
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +156,8 @@ def test_exploit_copies_parameters_and_optimiser_state_exactly(pbt_run):
     member = lambda i: jax.tree.map(lambda x: x[i], state.members)  # noqa: E731
     for a, b in zip(jax.tree.leaves((member(c).params, member(c).opt_state)), jax.tree.leaves((member(p).params, member(p).opt_state))):
         np.testing.assert_array_equal(a, b)
+    keys = np.asarray(jax.random.key_data(state.members.key))
+    assert len({k.tobytes() for k in keys}) == 4  # the child kept a key of its own
     lr = rows[1]["hparams/lr"]
     assert lr[c] == pytest.approx(0.8 * lr[p]) or lr[c] == pytest.approx(1.2 * lr[p])  # explored
     # the child had the worst interval fitness, the parent the best

@@ -75,6 +75,8 @@ def test_population_run_directory(full):
     assert "population of 4 (PBT)" in stdout and "<- best" in stdout
     members = json.loads((d / "members.json").read_text())
     assert len(members["members"]) == 4 and 0 <= members["best"] < 4
+    (placed,) = _jsonl(d / "placement.jsonl")  # one line per start: where the members ran
+    assert placed["members"] == 4 and placed["pop"] * placed["data"] == placed["devices_used"] <= placed["devices_present"]
 
 
 @pytest.mark.slow
@@ -121,6 +123,26 @@ def test_eval_every_member_or_the_best(full, capsys):
     assert "member best" in capsys.readouterr().out
     res = runner.evaluate(str(d), quiet=True, member="2")
     assert res["members"]["member"] == [2]
+
+
+class _Device:
+    platform, process_index = "cpu", 0
+
+
+def test_placement_names_idle_devices_and_the_sizes_that_use_them_all():
+    from jaxagents.population.config import PopulationConfig, placement
+
+    six = placement(PopulationConfig(size=6), 3, [_Device()] * 4)
+    assert six["line"] == "population of 6 members on 3 of 4 cpu device(s): mesh pop=3 x data=1, 2 member(s) per device"
+    assert "population.size=6 leaves 1 of 4 devices idle" in six["warning"] and "4, 8, 12" in six["warning"]
+    assert "population.mesh.pop=3" in six["warning"]
+    seven = placement(PopulationConfig(size=7), 1, [_Device()] * 4)  # a prime size: one device
+    assert "leaves 3 of 4 devices idle" in seven["warning"]
+    assert placement(PopulationConfig(size=8), 4, [_Device()] * 4)["warning"] is None
+    asked = placement(PopulationConfig(size=6, mesh={"pop": 3}), 3, [_Device()] * 4)  # chosen explicitly: no warning
+    assert asked["warning"] is None and asked["devices_used"] == 3
+    data = placement(PopulationConfig(size=2, mesh={"data": 2}), 2, [_Device()] * 4)
+    assert data["warning"] is None and data["members_per_device"] == 1 and data["devices_used"] == 4
 
 
 @pytest.mark.parametrize("override, message", [

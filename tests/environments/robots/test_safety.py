@@ -340,7 +340,8 @@ def _check_safe(info, poses, radius=0.055):
 # 50 robots filtered per tick and 8 robots with zero-order hold (the held command only
 # goes through the guard at each tick), 1,370 env steps in all; ``-m slow`` runs 10^5
 # env steps (3 million ticks) over 4 to 50 robots, both filtering modes and action modes.
-CASES = [(50, "continuous", False, 3, 30), (8, "continuous", True, 32, 40)]
+# 50 robots every tick (25 s here) run with the slow checks, in the longer SLOW cases below
+CASES = [(8, "continuous", True, 32, 40)]
 SLOW = [(4, "continuous", False, 256, 160), (16, "discrete", False, 128, 160), (50, "continuous", False, 64, 160),
         (50, "discrete", True, 64, 160), (16, "continuous", True, 128, 160)]  # 102,400 env steps
 
