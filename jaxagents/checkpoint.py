@@ -90,9 +90,11 @@ class Checkpointer:
             raise OSError(cause.errno, cause.strerror or str(cause), os.path.join(self.directory, str(int(step)))) from None
 
     def latest_step(self) -> int | None:
+        """The newest saved step, or None when there is no checkpoint."""
         return self.manager.latest_step()
 
     def all_steps(self) -> list[int]:
+        """Every saved step, as orbax lists them."""
         return list(self.manager.all_steps())
 
     def restore(self, like: Any, step: int | None = None) -> tuple[Any, dict, dict]:
@@ -169,6 +171,7 @@ class Checkpointer:
         return f"checkpoint {src} does not restore ({why}); moved to {dst}"
 
     def close(self) -> None:
+        """Close the underlying orbax ``CheckpointManager``."""
         self.manager.close()
 
 

@@ -42,6 +42,7 @@ def _parse_kwargs(pairs: list[str] | None) -> dict:
 
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
+    """``jaxagents list``: print every registered id, its roles and its description; returns 0."""
     rows = []
     for env_id in registry.list_envs():
         s = registry.spec(env_id)
@@ -122,6 +123,13 @@ def check_outputs(args, prog: str | None = None):
 
 
 def cmd_bench(args) -> int:
+    """``jaxagents bench``: measure one environment (``ENV_ID``) or every registered one
+    (``--all``), optionally against a JaxMARL or pgx counterpart, and print the table
+    (and the auto-reset overheads); ``--json``/``--plot`` write the results.
+
+    Option combinations and output paths are checked before anything compiles
+    (``CLIError``); returns 0.
+    """
     from jaxagents import bench
 
     if args.repeats is None:
@@ -194,6 +202,10 @@ def cmd_bench(args) -> int:
 
 # --------------------------------------------------------------------------- crossplay
 def cmd_crossplay(args) -> int:
+    """``jaxagents crossplay``: play the final policies of ``args.run_dirs`` against each
+    other, print the matrix with its IQM summaries and bootstrap intervals, and write
+    the heatmap ``--out`` with ``.json`` and ``.csv`` next to it; returns 0. Warns on
+    stderr when episodes did not finish within ``--steps``."""
     import json
 
     import jax
@@ -242,6 +254,7 @@ def cmd_crossplay(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``jaxagents`` argument parser with every subcommand (``train``/``eval`` from ``cli_train``)."""
     p = _Parser(prog="jaxagents", description="JAX-native multi-agent RL: environments and tools.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -329,6 +342,10 @@ def _output_closed() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``jaxagents`` command: parse ``argv`` (default ``sys.argv[1:]``)
+    and run the subcommand. Returns the exit status: the command's own, 2 for a usage
+    or user error (one line on stderr), 141 when stdout's reader went away; no command
+    prints the help and returns 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:

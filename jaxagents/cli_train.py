@@ -8,6 +8,14 @@ import sys
 
 
 def cmd_train(args) -> int:
+    """``jaxagents train``: start a run from a config and overrides, or continue one with
+    ``--resume`` (``--distributed``: join the other processes first).
+
+    Returns 0 when the run finishes, 1 when training diverged, ``EXIT_PREEMPTED`` when
+    the run was stopped by a signal after writing its checkpoint (resumable). Bad
+    arguments raise ``ValueError`` (``cli.main`` prints it, status 2), as does running
+    out of memory, with advice.
+    """
     if args.distributed:  # before anything touches a device (see jaxagents.population.distributed)
         from jaxagents.population import distributed
 
@@ -61,6 +69,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    """``jaxagents eval``: evaluate the latest checkpoint of ``args.run_dir`` (``--member``
+    for a population run); returns 0. Raises ``ValueError`` for a folder that is not a
+    run directory."""
     from jaxagents import runner
 
     if not os.path.isfile(os.path.join(args.run_dir, "config.yaml")):
@@ -70,6 +81,7 @@ def cmd_eval(args) -> int:
 
 
 def add_commands(sub) -> None:
+    """Add the ``train`` and ``eval`` subcommands to ``sub``, the subparsers of ``jaxagents``."""
     st = sub.add_parser(
         "train",
         help="train from a YAML config (default: a short Kuhn poker self-play run)",

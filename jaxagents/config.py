@@ -261,6 +261,8 @@ def check_dataclass(section: str, values: dict, cls: type) -> dict:
 
 
 def learner_config_class(learner: str) -> type:
+    """The settings class of ``learner`` (a key of ``LEARNER_MODULES``: ``PPOConfig`` for
+    ``ippo`` and ``mappo``, ``QConfig`` for ``iql``/``vdn``/``qmix``...), imported on demand."""
     module, name, _ = LEARNER_MODULES[learner]
     return getattr(importlib.import_module(module), name)
 

@@ -36,6 +36,7 @@ class Progress:
         self.bar.refresh()
 
     def close(self):
+        """Close the bar, if one was made."""
         if self.bar is not None:
             self.bar.close()
 

@@ -44,6 +44,7 @@ def default_run_dir(config: dict) -> str:
 
 
 def is_run_dir(path: str) -> bool:
+    """Whether ``path`` holds a run: a ``config.yaml``, ``metrics.jsonl`` or ``checkpoints``."""
     return any(os.path.exists(os.path.join(path, f)) for f in ("config.yaml", "metrics.jsonl", "checkpoints"))
 
 
@@ -179,6 +180,10 @@ class RunLock:
 
     @classmethod
     def acquire(cls, run_dir: str, create: bool = True) -> "RunLock":
+        """Take ``<run_dir>/.jaxagents.lock``, making ``run_dir`` (and missing folders above
+        it) first when ``create``. A lock whose holder is dead is taken over (``stale``
+        then names it). Raises ``RunDirInUse`` when a live run holds it, ``ValueError``
+        when the directory cannot be written."""
         created = []  # the folders this lock made, deepest first (removed again if left empty)
         if create and not os.path.isdir(run_dir):
             missing, p = [], os.path.abspath(run_dir)
@@ -281,6 +286,7 @@ class RunLock:
         return holder["host"] == socket.gethostname() and not _pid_alive(holder["pid"])
 
     def stale_message(self) -> str | None:
+        """One line naming the dead holder whose lock was taken over, or None."""
         if self.stale is None:
             return None
         return (f"run directory {self.run_dir!r} was locked by host {self.stale['host']}, pid {self.stale['pid']} "

@@ -55,12 +55,13 @@ class JsonlSink:
         atomic_write(self.path, "".join(json.dumps(r) + "\n" for r in rows))
 
     def write(self, rows: Iterable[dict]) -> None:
+        """Append ``rows``, one JSON line each."""
         with open(self.path, "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
 
     def close(self) -> None:
-        pass
+        """Nothing to close: every ``write`` opens and closes the file."""
 
 
 class TensorBoardSink:
@@ -77,6 +78,8 @@ class TensorBoardSink:
         self.writer = SummaryWriter(logdir)
 
     def write(self, rows):
+        """Each row's finite numbers as scalars at step ``env_steps`` (``update`` and
+        ``env_steps`` themselves left out), then flush."""
         for r in rows:
             for k, v in r.items():
                 if k not in ("update", "env_steps") and isinstance(v, (int, float)) and math.isfinite(v):
@@ -84,6 +87,7 @@ class TensorBoardSink:
         self.writer.flush()
 
     def close(self):
+        """Close the event writer."""
         self.writer.close()
 
 
@@ -98,10 +102,12 @@ class WandbSink:
         self.run = wandb.init(project=project, config=config, dir=run_dir)
 
     def write(self, rows):
+        """Log each row's numbers to the wandb run at step ``env_steps``."""
         for r in rows:
             self.run.log({k: v for k, v in r.items() if isinstance(v, (int, float))}, step=r["env_steps"])
 
     def close(self):
+        """Finish the wandb run."""
         self.run.finish()
 
 
@@ -121,6 +127,9 @@ def check_sinks(log_cfg: dict) -> None:
 
 
 def make_sinks(log_cfg: dict, run_dir: str, config: dict) -> list:
+    """The metric sinks ``log_cfg`` asks for: always ``metrics.jsonl`` in ``run_dir``,
+    plus TensorBoard (``log.tensorboard``) and wandb (``log.wandb_project``, logged
+    with ``config``)."""
     sinks = [JsonlSink(os.path.join(run_dir, "metrics.jsonl"))]
     if log_cfg.get("tensorboard"):
         sinks.append(TensorBoardSink(os.path.join(run_dir, "tensorboard")))

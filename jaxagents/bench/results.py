@@ -42,6 +42,9 @@ class BenchRow:
     @classmethod
     def from_times(cls, *, library, env, mode, num_agents, num_envs, steps, compile_s, times_s, episodes,
                    action_rng="threefry"):
+        """A row from the raw timings: ``times_s`` are the timed runs' wall times of one
+        ``steps``-long scan over ``num_envs`` environments; the rates (best = fastest run,
+        median) and ``repeats`` are derived from them."""
         work = num_envs * steps
         best, median = min(times_s), statistics.median(times_s)
         return cls(
@@ -92,6 +95,9 @@ class BenchResult:
 
     @classmethod
     def merge(cls, results: Iterable["BenchResult"], command: str | None = None) -> "BenchResult":
+        """One result holding every row of ``results``, in order, with the first one's
+        machine (and its command unless ``command`` is given). Raises ``ValueError`` when
+        ``results`` is empty."""
         results = list(results)
         if not results:
             raise ValueError("merge needs at least one BenchResult")
@@ -117,6 +123,8 @@ class BenchResult:
         return out
 
     def footer(self) -> str:
+        """The table's footer: machine, versions, the measuring protocol, extra libraries'
+        versions, the command, and a note when a row has fewer than 3 timed runs."""
         m = self.machine
         repeats = sorted({r.repeats for r in self.rows})
         rngs = sorted({r.action_rng for r in self.rows})
@@ -167,6 +175,7 @@ class BenchResult:
                        rows, [False, False, True, False, True, True])
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: ``rows`` (each row's fields), ``machine`` and ``command``."""
         return {
             "rows": [dataclasses.asdict(r) for r in self.rows],
             "machine": dict(self.machine),
@@ -174,6 +183,7 @@ class BenchResult:
         }
 
     def to_json(self, path: str | os.PathLike) -> None:
+        """Write ``to_dict()`` to ``path`` as indented JSON."""
         with open(path, "w") as f:
             json.dump(self.to_dict(), f, indent=2)
             f.write("\n")
@@ -235,6 +245,9 @@ class CompareResult:
         return _LIBRARY_NAMES.get(lib, lib)
 
     def ratios(self) -> list[dict]:
+        """Our rate divided by theirs, one dict per row of ours whose ``num_envs`` they also
+        measured: ``env``, ``theirs_library``, ``theirs_env``, ``mode``, ``num_envs`` and
+        ``{best,median}_{env,agent}_ratio`` (> 1: jaxagents faster)."""
         theirs = {r.num_envs: r for r in self.theirs.rows}
         out = []
         for r in self.ours.rows:
@@ -251,9 +264,11 @@ class CompareResult:
         return out
 
     def ratio_title(self) -> str:
+        """The heading printed above ``ratio_table()``."""
         return f"ratio jaxagents / {self.library} (> 1: jaxagents faster)"
 
     def ratio_table(self) -> str:
+        """``ratios()`` as a plain-text table."""
         rows = [[o["env"], o["mode"], o["theirs_env"], str(o["num_envs"]),
                  f"{o['best_env_ratio']:.2f}", f"{o['median_env_ratio']:.2f}",
                  f"{o['best_agent_ratio']:.2f}", f"{o['median_agent_ratio']:.2f}"] for o in self.ratios()]
@@ -262,18 +277,23 @@ class CompareResult:
         return _render(headers, rows, [False, False, False] + [True] * 5)
 
     def merged(self) -> BenchResult:
+        """Both libraries' rows in one ``BenchResult`` (ours first)."""
         return BenchResult.merge([self.ours, self.theirs])
 
     def table(self) -> str:
+        """The merged rows' table with its footer, then the titled ratio table."""
         return self.merged().table() + "\n\n" + self.ratio_title() + "\n" + self.ratio_table()
 
     def to_dict(self) -> dict:
+        """``merged().to_dict()`` plus ``ratios``: a JSON-ready dict."""
         return {**self.merged().to_dict(), "ratios": self.ratios()}
 
     def to_json(self, path: str | os.PathLike) -> None:
+        """Write ``to_dict()`` to ``path`` as indented JSON."""
         with open(path, "w") as f:
             json.dump(self.to_dict(), f, indent=2)
             f.write("\n")
 
     def plot(self, path: str | os.PathLike, title: str | None = None) -> None:
+        """``BenchResult.plot`` of both libraries' rows: one line per (library, env, mode)."""
         self.merged().plot(path, title)

@@ -98,6 +98,9 @@ class Env:
 
     # ---------------------------------------------------------------- to implement
     def default_params(self) -> Params:
+        """The params ``reset``/``step`` use when given None: a ``struct.dataclass`` of the
+        quantities one compiled program may vary (traced, so ``vmap`` over them sweeps
+        them). ``EmptyParams()`` here; override when the environment has any."""
         return EmptyParams()
 
     def check_params(self, params: Params) -> None:
@@ -105,9 +108,33 @@ class Env:
         (host numpy values) are invalid. Override in subclasses."""
 
     def reset_env(self, key: jax.Array, params: Params) -> tuple[State, TimeStep]:
+        """Start an episode (to implement; called by ``reset``).
+
+        Args:
+            key: a PRNG key.
+            params: the environment's params, already defaulted (and checked when concrete).
+
+        Returns:
+            ``(state, timestep)``: any pytree of arrays, and a ``TimeStep`` with
+            ``obs[role]`` ``[n, *obs_shape]``, zero rewards, ``terminated``/``truncated``
+            False (``make_timestep`` fills the neutral fields).
+        """
         raise NotImplementedError
 
     def step_env(self, key: jax.Array, state: State, actions: dict, params: Params) -> tuple[State, TimeStep]:
+        """Advance one step (to implement; called by ``step``).
+
+        Args:
+            key: a PRNG key for this step's randomness.
+            state: the state from ``reset_env`` or the previous ``step_env``.
+            actions: ``{role: [n, *action_shape]}`` for every role, already checked and
+                cast to the action space's dtype; inactive agents' rows are to be ignored.
+            params: as in ``reset_env``.
+
+        Returns:
+            ``(state, timestep)``, the timestep carrying the rewards of this transition and
+            whether it ended the episode. Must not reset: that is the wrappers' job.
+        """
         raise NotImplementedError
 
     def global_obs(self, state: State, params: Params | None = None) -> jax.Array:
@@ -129,10 +156,39 @@ class Env:
 
     # ---------------------------------------------------------------- public API
     def reset(self, key: jax.Array, params: Params | None = None) -> tuple[State, TimeStep]:
+        """Start an episode: ``reset_env`` with ``params`` defaulted (None: ``default_params()``)
+        and, when concrete, validated.
+
+        Args:
+            key: a PRNG key.
+            params: the environment's params, or None.
+
+        Returns:
+            ``(state, timestep)``; ``timestep.obs[role]`` is ``[n, *obs_shape]`` and the
+            rewards are zero. Batch with ``vmap`` (or the ``VecEnv`` wrapper).
+        """
         params = self._params(params)
         return self.reset_env(key, params)
 
     def step(self, key: jax.Array, state: State, actions: Mapping[str, jax.Array], params: Params | None = None):
+        """Advance one step: ``step_env`` after the checks every environment needs.
+
+        Args:
+            key: a PRNG key for this step.
+            state: the current state.
+            actions: ``{role: [n, *action_shape]}``, exactly the roles' keys; checked at
+                trace time (shape, kind of dtype) and cast to the spaces' dtypes. In an
+                eager call, continuous actions must also be finite.
+            params: the environment's params, or None for ``default_params()``; concrete
+                params are validated.
+
+        Returns:
+            ``(state, timestep)`` of the transition. Never resets: after ``terminated`` or
+            ``truncated``, call ``reset`` (or use an auto-reset wrapper).
+
+        Raises:
+            ValueError, TypeError: actions or params that do not fit, naming the role or field.
+        """
         params = self._params(params)
         actions = self.check_actions(actions)
         if _is_concrete((key, state)):  # an eager call (inside a trace, constants are not checked either)
@@ -142,6 +198,7 @@ class Env:
     # ---------------------------------------------------------------- helpers
     @property
     def name(self) -> str:
+        """The environment's display name (used by ``repr`` and messages): its class name unless overridden."""
         return type(self).__name__
 
     @property

@@ -17,6 +17,10 @@ from jaxagents.core.env import Env
 
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
+    """A registered environment: its id, where its class lives, the constructor defaults
+    ``make`` applies before the caller's keyword arguments, and a one-line description
+    (``jaxagents list``)."""
+
     env_id: str
     entry_point: str | type  # "package.module:ClassName", or the class itself
     kwargs: dict  # defaults applied before the user's keyword arguments
@@ -51,6 +55,8 @@ def list_envs() -> list[str]:
 
 
 def spec(env_id: str) -> EnvSpec:
+    """The ``EnvSpec`` of ``env_id``. Raises ``TypeError`` when it is not a string and
+    ``ValueError``, with the closest registered ids, when it is not registered."""
     if not isinstance(env_id, str):
         raise TypeError(
             f"env_id must be a string naming a registered environment (see `jaxagents list`), got {env_id!r}"
@@ -65,6 +71,8 @@ def spec(env_id: str) -> EnvSpec:
 
 
 def load_entry_point(entry_point: str | type) -> type:
+    """The environment class of an entry point: a class is returned as is; a
+    ``"module:Class"`` string (``Class`` may be dotted) is imported."""
     if isinstance(entry_point, type):
         return entry_point
     module_name, _, attr = entry_point.partition(":")

@@ -29,6 +29,7 @@ RNGS = ("hash", "threefry")
 
 
 def check_rng(rng: str) -> str:
+    """Return ``rng`` when it is one of ``RNGS`` (``"hash"``, ``"threefry"``); raise ``ValueError`` otherwise."""
     if rng not in RNGS:
         raise ValueError(f"rng must be one of {RNGS}, got {rng!r}")
     return rng

@@ -32,6 +32,9 @@ class Space:
     dtype: np.dtype
 
     def sample(self, key: jax.Array, batch_shape: Sequence[int] = ()) -> jax.Array:
+        """Uniformly random values of this space, ``[*batch_shape, *shape]`` in its dtype
+        (one per agent when ``batch_shape`` is ``(n,)``); ignores action masks
+        (``random_actions`` respects them)."""
         raise NotImplementedError
 
     def _in_range(self, x: jax.Array) -> jax.Array:
@@ -64,6 +67,7 @@ class Discrete(Space):
         self.dtype = _canonical_dtype(dtype)
 
     def sample(self, key, batch_shape=()):
+        """Uniform integers in ``0 .. n-1``, ``[*batch_shape]``."""
         return jax.random.randint(key, tuple(batch_shape), 0, self.n, dtype=self.dtype)
 
     def _in_range(self, x):
@@ -93,6 +97,7 @@ class MultiDiscrete(Space):
         self.dtype = _canonical_dtype(dtype)
 
     def sample(self, key, batch_shape=()):
+        """Entry ``i`` uniform in ``0 .. nvec[i]-1``, ``[*batch_shape, len(nvec)]``."""
         hi = jnp.asarray(self.nvec, dtype=self.dtype)
         return jax.random.randint(key, tuple(batch_shape) + self.shape, 0, hi, dtype=self.dtype)
 
@@ -128,6 +133,8 @@ class Box(Space):
             raise ValueError("Box: every entry of low must be <= high")
 
     def sample(self, key, batch_shape=()):
+        """``[*batch_shape, *shape]``: uniform in ``[low, high)`` where both bounds are finite,
+        elsewhere a standard normal clipped to the bounds; floored for integer dtypes."""
         shape = tuple(batch_shape) + self.shape
         finite = np.isfinite(self.low) & np.isfinite(self.high)
         k1, k2 = jax.random.split(key)

@@ -92,6 +92,10 @@ class Agents:
         return self.modules[role].apply(params, hidden, obs, critic_in, reset)
 
     def distribution(self, params, role, actor_out, mask):
+        """The action distribution of ``role`` from ``actor_out`` (``[..., A]``, from ``apply``):
+        masked categorical for ``Discrete`` (``mask`` ``bool[..., A]``; ignored otherwise),
+        independent categoricals for ``MultiDiscrete``, a Gaussian with the learned
+        ``log_std`` of ``params`` for ``Box`` (see ``jaxagents.nn.distribution``)."""
         space = self.roles[role].action_space
         log_std = params["params"].get("log_std") if not isinstance(space, Discrete) else None
         return distribution(space, actor_out, log_std, mask if isinstance(space, Discrete) else None)

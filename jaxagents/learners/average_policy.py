@@ -47,6 +47,7 @@ class AveragePolicyConfig:
                                                               low=0.0, low_open=True))
 
     def optimizer(self) -> optax.GradientTransformation:
+        """Global-norm clipping at ``max_grad_norm``, then Adam at ``lr``."""
         return optax.chain(optax.clip_by_global_norm(self.max_grad_norm), optax.adam(self.lr))
 
 

@@ -37,6 +37,7 @@ NORMALIZATIONS = ("none", "minibatch", "batch", "role")
 
 
 def uses_critic(advantage: str) -> bool:
+    """Whether the ``advantage`` estimator needs a value function (only ``"gae"``)."""
     return advantage == "gae"
 
 

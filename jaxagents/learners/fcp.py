@@ -99,6 +99,7 @@ class FCPConfig:
 
     @property
     def num_updates(self) -> int:
+        """The run's updates (of either stage): ``ppo.num_updates``."""
         return self.ppo.num_updates
 
 

@@ -68,6 +68,7 @@ class HParamSpec:
         return jax.random.uniform(key, shape, minval=self.low, maxval=self.high)
 
     def clip(self, value: jax.Array) -> jax.Array:
+        """``value`` clipped to ``[low, high]``."""
         return jnp.clip(value, self.low, self.high)
 
 
@@ -111,6 +112,8 @@ class Fitness:
 
     @property
     def name(self) -> str:
+        """How the fitness is reported: the metric's name (``mean(a, b)`` for several), prefixed
+        with ``-`` when ``sign < 0``."""
         stem = self.names[0] if len(self.names) == 1 else "mean(" + ", ".join(self.names) + ")"
         return stem if self.sign > 0 else f"-{stem}"
 

@@ -128,6 +128,7 @@ class LeagueConfig:
 
     @property
     def exploiter_share(self) -> float:
+        """The mix's share of games against the exploiter: ``exploiter.share``, 0 without one."""
         return self.exploiter.share if self.exploiter is not None else 0.0
 
 
@@ -148,6 +149,8 @@ class LeagueState:
 
 
 def init_state(key: jax.Array, pool_size: int) -> LeagueState:
+    """An empty payoff table for ``pool_size`` slots (``wins`` and ``games`` zero) and the
+    league's own key, folded from ``key``."""
     z = jnp.zeros((pool_size,), jnp.float32)
     return LeagueState(jax.random.fold_in(key, 0x1EA6), z, z)
 

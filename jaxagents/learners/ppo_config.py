@@ -112,7 +112,9 @@ class PPOConfig:
 
     @property
     def num_updates(self) -> int:
+        """``total_timesteps // (num_envs * num_steps)``: the updates of a run (a remainder is not trained)."""
         return self.total_timesteps // (self.num_envs * self.num_steps)
 
     def replace(self, **kw) -> "PPOConfig":
+        """A copy with the fields in ``kw`` changed, validated again as at construction."""
         return dataclasses.replace(self, **kw)

@@ -130,9 +130,11 @@ class PQNConfig:
 
     @property
     def num_updates(self) -> int:
+        """``total_timesteps // (num_envs * num_steps)``: the updates of a run (a remainder is not trained)."""
         return self.total_timesteps // (self.num_envs * self.num_steps)
 
     def replace(self, **kw) -> "PQNConfig":
+        """A copy with the fields in ``kw`` changed, validated again as at construction."""
         return dataclasses.replace(self, **kw)
 
 
@@ -148,6 +150,7 @@ class PQNHParams:
 
     @classmethod
     def from_config(cls, cfg: PQNConfig) -> "PQNHParams":
+        """The hyper-parameters at ``cfg``'s values (its fields of the same names), ``f32[]`` each."""
         return hparams_from_config(cls, cfg)
 
 

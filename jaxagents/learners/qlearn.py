@@ -163,9 +163,11 @@ class QConfig:
 
     @property
     def num_updates(self) -> int:
+        """``total_timesteps // (num_envs * num_steps)``: the updates of a run (a remainder is not trained)."""
         return self.total_timesteps // (self.num_envs * self.num_steps)
 
     def replace(self, **kw) -> "QConfig":
+        """A copy with the fields in ``kw`` changed, validated again as at construction."""
         return dataclasses.replace(self, **kw)
 
 
@@ -180,6 +182,7 @@ class HParams:
 
     @classmethod
     def from_config(cls, cfg: QConfig) -> "HParams":
+        """The hyper-parameters at ``cfg``'s values (its fields of the same names), ``f32[]`` each."""
         return hparams_from_config(cls, cfg)
 
 

@@ -113,4 +113,5 @@ class Replay:
         return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), seq)
 
     def can_sample(self, state: ReplayState) -> jax.Array:
+        """``bool[]``: whether every row holds at least ``length`` steps, so ``sample`` is valid."""
         return self.buffer.can_sample(state)

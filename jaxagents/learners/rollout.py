@@ -85,6 +85,9 @@ def _obs_hash(ts) -> jax.Array:
 
 
 def init_carry(agents, vec, key, env_params, env_ids=None) -> EnvCarry:
+    """The rollout's starting ``EnvCarry``: ``vec.reset(key, env_params, env_ids)``, every
+    env at an episode's first step, zero recurrent memory and returns, and the start
+    observations' hash."""
     env_state, ts = vec.reset(key, env_params, env_ids)
     n = vec.num_envs
     return EnvCarry(

@@ -177,6 +177,7 @@ class SelfPlayConfig:
 
     @property
     def num_updates(self) -> int:
+        """The run's updates: ``ppo.num_updates``."""
         return self.ppo.num_updates
 
 

@@ -43,6 +43,7 @@ class HParams:
 
     @classmethod
     def from_config(cls, cfg) -> "HParams":
+        """The hyper-parameters at ``cfg``'s values (a ``PPOConfig``'s fields of the same names), ``f32[]`` each."""
         return interface.hparams_from_config(cls, cfg)
 
 

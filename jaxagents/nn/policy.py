@@ -195,9 +195,15 @@ class ActorCritic(nn.Module):
         return (ha, hc), _dense_2d(self.pi, a), _dense_2d(self.v, c)[..., 0]
 
     def actor_only(self, hidden, actor_in, reset):
+        """The actor stream alone: ``(hidden, actor_in[T, B..., *obs], reset[T, B...]) ->
+        (h_actor', actor_out[T, B..., action_dim])``; ``hidden`` is the pair of
+        ``__call__``, of which only the actor's memory is read and returned. For
+        ``apply(..., method=...)`` where values are not needed."""
         ha, a = self.actor(hidden[0], actor_in, reset)
         return ha, _dense_2d(self.pi, a)
 
     def initial_state(self, batch_shape):
+        """Zero memory ``(h_actor, h_critic)``, ``f32[*batch_shape, gru_size]`` each (width 1,
+        unused, for feed-forward networks)."""
         h = GRU.initial_state(batch_shape, self.cfg.gru_size if self.cfg.recurrent else 1)
         return (h, h)

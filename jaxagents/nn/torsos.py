@@ -21,6 +21,7 @@ ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "silu": nn.sil
 
 
 def activation(name: str):
+    """The activation function called ``name`` (a key of ``ACTIVATIONS``); ``ValueError`` otherwise."""
     if name not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
     return ACTIVATIONS[name]
@@ -143,4 +144,5 @@ class GRU(nn.Module):
 
     @staticmethod
     def initial_state(batch_shape, size: int) -> jax.Array:
+        """Zero memory ``f32[*batch_shape, size]``."""
         return jnp.zeros((*batch_shape, size), jnp.float32)

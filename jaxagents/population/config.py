@@ -45,6 +45,19 @@ class MeshConfig:
 
 @dataclasses.dataclass(frozen=True)
 class PopulationConfig:
+    """The ``population`` section (see the module docstring); mappings are accepted for
+    ``pbt`` and ``mesh``.
+
+    Attributes:
+        size: members P.
+        pbt: ``PBTConfig`` or None (independent members).
+        ranges: ``{name: (low, high)}`` drawn per member (``{}``: every member at the
+            config's values); None when ``pbt`` is set and no ranges are given:
+            ``build_population`` then uses ``pbt.hparams`` over the learner's own ranges.
+        mesh: ``MeshConfig``, the devices along the member and data axes.
+        chunk: members updated together by one ``vmap`` on a device (None: all).
+    """
+
     size: int = 8
     pbt: PBTConfig | None = None
     ranges: dict | None = None

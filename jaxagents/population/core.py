@@ -267,6 +267,9 @@ class Population:
         return jax.vmap(self.learner.evaluate)(state.members, jax.random.split(key, self.size))
 
     def train(self, key: jax.Array, hparams=None):
+        """``init(key, hparams)``, then ``num_updates`` updates in one ``lax.scan``. Returns
+        ``(state, metrics)``: the final ``PopulationState`` and every update's metrics,
+        ``[num_updates, P]`` each."""
         state = self.init(key, hparams)
         return jax.lax.scan(lambda s, _: self.update(s), state, None, self.num_updates)
 

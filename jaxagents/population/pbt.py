@@ -73,6 +73,8 @@ class PBTConfig:
             raise ValueError(f"pbt.fitness_sign must be 1 or -1, got {self.fitness_sign!r}")
 
     def num_replaced(self, size: int) -> int:
+        """How many members a ready point replaces in a population of ``size``:
+        ``floor(fraction * size)``, at least 1; 0 for a population of one."""
         return max(1, int(math.floor(self.fraction * size))) if size >= 2 else 0
 
 

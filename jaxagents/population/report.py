@@ -68,6 +68,7 @@ def metrics_rows(metrics: dict, num_seeds: int) -> tuple[list[dict], list[dict]]
 
 
 def read(run_dir: str) -> list[dict]:
+    """The rows of a run's ``population.jsonl`` (``[]`` when the run has none)."""
     path = os.path.join(run_dir, POPULATION_FILE)
     return tracking.read_rows(path) if os.path.exists(path) else []
 
@@ -92,6 +93,8 @@ def members_table(rows: list[dict], seed: int = 0) -> tuple[list[dict], int]:
 
 
 def format_members(table: list[dict], best: int) -> str:
+    """``members_table``'s table as plain text: one line per member (last fitness, times
+    replaced, hyper-parameters), the best marked; ``""`` for an empty table."""
     if not table:
         return ""
     names = [k for k in table[0] if k not in ("member", "fitness", "replaced")]
@@ -171,4 +174,5 @@ def _save(fig, path: str) -> None:
 
 
 def write_summary(run_dir: str, table: list[dict], best: int) -> None:
+    """Write ``members.json`` (``{"best": best, "members": table}``) into ``run_dir``, atomically."""
     tracking.atomic_write(os.path.join(run_dir, "members.json"), json.dumps({"best": best, "members": table}, indent=2))

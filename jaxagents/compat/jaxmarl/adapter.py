@@ -282,6 +282,7 @@ class JaxMARLAdapter(Env):
 
     # ------------------------------------------------------------ Env API
     def default_params(self):
+        """``EmptyParams()``: JaxMARL environments have no params."""
         return EmptyParams()
 
     def reset_env(self, key, params):
@@ -335,6 +336,7 @@ class JaxMARLAdapter(Env):
 
     @property
     def name(self) -> str:
+        """``JaxMARL<name>``, from the wrapped env's ``name`` (or its class name)."""
         return f"JaxMARL<{getattr(self.jaxmarl_env, 'name', type(self.jaxmarl_env).__name__)}>"
 
 

@@ -108,10 +108,16 @@ class AutoReset(Wrapper):
         self.final_obs = bool(final_obs)
 
     def reset_env(self, key, params):
+        """The wrapped env's ``reset``; with ``final_obs`` the first observation is also put in
+        ``info["final_obs"]``, so that the info structure is the same as ``step``'s."""
         state, ts = self.env.reset(key, params)
         return state, _with_final_obs(ts, self.final_obs)
 
     def step_env(self, key, state, actions, params):
+        """Step the wrapped env with one half of ``key``; when the episode ends, reset it with
+        the other half (``lax.cond``) and return the next episode's first ``obs``,
+        ``action_mask`` and ``active`` with the finished step's ``reward``, ``terminated``,
+        ``truncated`` and ``info`` (plus ``info["final_obs"]`` with ``final_obs``)."""
         k_step, k_reset = jax.random.split(key)
         state, ts = self.env.step(k_step, state, actions, params)
         ts = _with_final_obs(ts, self.final_obs)
@@ -181,9 +187,11 @@ class VecEnv:
         self._vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     def default_params(self):
+        """The wrapped env's ``default_params()``, shared by the whole batch."""
         return self.env.default_params()
 
     def validate_params(self, params=None):
+        """The wrapped env's ``validate_params``: the (defaulted) params, or ``ValueError``."""
         return self.env.validate_params(params)
 
     def _check_ids(self, env_ids):

@@ -32,6 +32,7 @@ class Wrapper(Env):
 
     @property
     def unwrapped(self) -> Env:
+        """The innermost environment, below every ``Wrapper``."""
         env = self.env
         while isinstance(env, Wrapper):
             env = env.env
@@ -39,18 +40,22 @@ class Wrapper(Env):
 
     @property
     def name(self) -> str:
+        """``WrapperClass<inner name>``."""
         return f"{type(self).__name__}<{self.env.name}>"
 
     def default_params(self):
+        """The wrapped env's ``default_params()``."""
         return self.env.default_params()
 
     def check_params(self, params):
         self.env.check_params(params)
 
     def reset_env(self, key, params):
+        """The wrapped env's ``reset`` (its own defaulting and checks included)."""
         return self.env.reset(key, params)
 
     def step_env(self, key, state, actions, params):
+        """The wrapped env's ``step`` (its own action checks included)."""
         return self.env.step(key, state, actions, params)
 
     def global_obs(self, state, params=None):

@@ -42,10 +42,12 @@ class FlattenObservation(Wrapper):
         return {r: (lambda obs, fn=fn: fn(self.flatten(obs))) for r, fn in policies.items()}
 
     def reset_env(self, key, params):
+        """The wrapped env's ``reset``, observations flattened to ``[n, prod(shape)]``."""
         state, ts = self.env.reset(key, params)
         return state, self._flat(ts)
 
     def step_env(self, key, state, actions, params):
+        """The wrapped env's ``step``, observations flattened to ``[n, prod(shape)]``."""
         state, ts = self.env.step(key, state, actions, params)
         return state, self._flat(ts)
 
@@ -168,9 +170,14 @@ class MergeRoles(Wrapper):
         return out
 
     def reset_env(self, key, params):
+        """The wrapped env's ``reset`` with each group's ``obs``, ``action_mask``, ``reward`` and
+        ``active`` concatenated along the agent axis (observations encoded by ``encode_obs``,
+        masks padded with illegal actions)."""
         state, ts = self.env.reset(key, params)
         return state, self._merge(ts)
 
     def step_env(self, key, state, actions, params):
+        """Split each group's ``actions`` ``[n_group]`` back into its original roles (slices of
+        ``role_slices``), step the wrapped env and merge the time step as ``reset_env`` does."""
         state, ts = self.env.step(key, state, self._split(actions), params)
         return state, self._merge(ts)

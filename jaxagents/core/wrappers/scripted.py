@@ -84,9 +84,13 @@ class ScriptedRoles(Wrapper):
 
     @property
     def name(self) -> str:
+        """``ScriptedRoles[scripted roles]<inner name>``."""
         return f"ScriptedRoles[{','.join(self.scripted)}]<{self.env.name}>"
 
     def reset_env(self, key, params):
+        """The wrapped env's ``reset``: the state keeps the time step restricted to the
+        scripted roles (``ScriptedState.last``); the returned time step has only the
+        learner's roles."""
         env_state, ts = self.env.reset(key, params)
         return ScriptedState(env_state, _restrict(ts, self.scripted)), _restrict(ts, self.roles)
 
@@ -96,6 +100,9 @@ class ScriptedRoles(Wrapper):
         return {r: self.policies[r](k, state.env_state, state.last, params) for k, r in zip(keys, self.scripted)}
 
     def step_env(self, key, state: ScriptedState, actions, params):
+        """Fill in the scripted roles' actions from their policies (one half of ``key``), step
+        the wrapped env with the other half, and split its time step as ``reset_env`` does.
+        ``actions`` holds the learner's roles only."""
         k_env, k_policy = jax.random.split(key)
         full = {**actions, **self.scripted_actions(k_policy, state, params)}
         env_state, ts = self.env.step(k_env, state.env_state, full, params)

@@ -40,12 +40,16 @@ class EpisodeStats(Wrapper):
         return ts.replace(info=info)
 
     def reset_env(self, key, params):
+        """The wrapped env's ``reset`` with zeroed accumulators and the episode keys in
+        ``info`` (zeros, ``episode_done`` False)."""
         state, ts = self.env.reset(key, params)
         ret = {k: jnp.zeros((r.num_agents,), jnp.float32) for k, r in self.roles.items()}
         length = jnp.zeros((), jnp.int32)
         return EpisodeStatsState(state, ret, length), self._info(ts, ret, length, jnp.zeros((), bool))
 
     def step_env(self, key, state, actions, params):
+        """The wrapped env's ``step``; adds this step's rewards to the running returns and
+        reports them in ``info``, then zeroes the accumulators if the episode ended."""
         env_state, ts = self.env.step(key, state.env_state, actions, params)
         ret = {k: state.episode_return[k] + ts.reward[k] for k in self.roles}
         length = state.episode_length + 1
