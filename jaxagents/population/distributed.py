@@ -84,6 +84,17 @@ def _integer(name: str, value, low: int, high: int | None = None, context: str =
     return number
 
 
+def _seconds(value, name: str, default: float) -> float:
+    """A timeout in seconds (``default`` when unset), finite and > 0; else one line naming ``name``."""
+    try:
+        seconds = default if value is None else float(str(value).strip())
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"{name}={str(value)!r}: must be a number of seconds > 0")
+    return seconds
+
+
 def _port(name: str, coordinator) -> int:
     host, _, port = str(coordinator).strip().rpartition(":")
     try:
@@ -104,13 +115,7 @@ def check_launch(coordinator=None, num_processes=None, process_id=None, timeout_
     coordinator, coordinator_name = _setting(coordinator, "coordinator", ENV_VARS[0], environ)
     num_processes, count_name = _setting(num_processes, "num_processes", ENV_VARS[1], environ)
     process_id, id_name = _setting(process_id, "process_id", ENV_VARS[2], environ)
-    timeout_s, timeout_name = _setting(timeout_s, "timeout_s", TIMEOUT_VAR, environ)
-    try:
-        timeout = DEFAULT_TIMEOUT_S if timeout_s is None else float(str(timeout_s).strip())
-    except ValueError:
-        timeout = math.nan
-    if not 0 < timeout < math.inf:
-        raise ValueError(f"{timeout_name}={str(timeout_s)!r}: must be a number of seconds > 0")
+    timeout = _seconds(*_setting(timeout_s, "timeout_s", TIMEOUT_VAR, environ), DEFAULT_TIMEOUT_S)
     given = [x is not None for x in (coordinator, num_processes, process_id)]
     if not any(given):
         return None, None, None, timeout
@@ -251,14 +256,7 @@ def wait_for_all(name: str, timeout_s: float | None = None) -> None:
         return
     from jax._src import distributed as jax_distributed  # the client JAX joined with; no public barrier
 
-    if timeout_s is None:
-        raw = os.environ.get(SYNC_TIMEOUT_VAR)
-        try:
-            timeout_s = DEFAULT_SYNC_TIMEOUT_S if not raw else float(raw)
-        except ValueError:
-            timeout_s = math.nan
-        if not 0 < timeout_s < math.inf:
-            raise ValueError(f"{SYNC_TIMEOUT_VAR}={raw!r}: must be a number of seconds > 0")
+    timeout_s = _seconds(*_setting(timeout_s, "timeout_s", SYNC_TIMEOUT_VAR, os.environ), DEFAULT_SYNC_TIMEOUT_S)
     count = _BARRIERS[name] = _BARRIERS.get(name, 0) + 1  # a barrier's id is used once: number the repeats
     try:
         jax_distributed.global_state.client.wait_at_barrier(f"jaxagents:{name}:{count}", int(timeout_s * 1000))
