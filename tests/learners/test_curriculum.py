@@ -76,6 +76,7 @@ def test_schedule_checked_against_the_env():
         make_train(cfg.replace(env_schedule=curriculum.parse({"bonus": {"from": 0.0, "to": 20.0, "start": 0, "end": 1}})), env)
 
 
+@pytest.mark.slow  # ~20 s (PPO compiled twice): the default suite's 10 minutes; the ramp itself is checked above
 def test_ppo_rollouts_run_under_the_scheduled_params():
     env = _Bonus()
     cfg = PPOConfig(num_envs=4, num_steps=2, total_timesteps=4 * 2 * 6, update_epochs=1, num_minibatches=1,

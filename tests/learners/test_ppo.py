@@ -66,7 +66,8 @@ def test_config_errors():
         PPOConfig(num_envs=6, num_minibatches=4, network={"recurrent": True})
 
 
-@pytest.mark.parametrize("variant", ["mappo", "recurrent"])
+# recurrent (~20 s) with the slow checks: the default suite's 10 minutes
+@pytest.mark.parametrize("variant", ["mappo", pytest.param("recurrent", marks=pytest.mark.slow)])
 def test_variants_run(variant):
     env = jaxagents.make("stag_hunt")
     # MAPPO also freezes one role (role_start_update) and slows the other (role_lr_scale)

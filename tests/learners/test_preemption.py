@@ -36,6 +36,7 @@ def test_sigterm_is_a_request_and_the_handler_is_restored():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+@pytest.mark.slow  # ~15 s: the default suite's 10 minutes; the handler test above stays in it
 def test_sigterm_stops_at_the_boundary_and_the_run_resumes(tmp_path, monkeypatch):
     """In-process (the signal reaches pytest's own process, caught); that the resumed
     run equals an uninterrupted one bit for bit is checked with the slow checks below."""

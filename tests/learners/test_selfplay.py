@@ -188,6 +188,7 @@ def test_config_errors():
         SelfPlayConfig(ppo=dict(network={"recurrent": True}), pool_size=2)
 
 
+@pytest.mark.slow  # ~20 s: the default suite's 10 minutes; test_tic_tac_toe_minimax_evaluator stays in it
 def test_tic_tac_toe_exact_minimax_evaluation_through_merged_roles():
     """Self-play's view of the game's exact evaluator: MergeRoles encodes each seat's
     observation exactly as the merged env does, a perfect shared policy never loses,
