@@ -1,0 +1,94 @@
+"""Overlapping generations: ageing, mortality, estates and births, on fixed slots.
+
+EconGym deletes the rows of the households that die and appends rows for the newborn;
+here the population lives in ``C`` slots with an ``alive`` mask (shapes stay static
+under ``jit``): a death frees a slot, a birth fills the lowest free slot, and births
+beyond the free slots are dropped and counted. Same rules as EconGym's
+``OLG_step`` otherwise, with three deliberate differences (each an accounting leak in
+EconGym, commit d81cd5d):
+
+* the estate is the deceased's own end-of-year wealth (EconGym taxes the start-of-year
+  assets of the first ``k`` households in its arrays, whoever died);
+* the estate tax is collected once (EconGym adds the scalar to every household's tax
+  before summing, so it counts it ``N`` times, and keeps charging it in later years
+  without deaths);
+* with no births, the estates go to the survivors' end-of-year wealth (EconGym adds
+  them to start-of-year assets that are overwritten before they are used, so they
+  vanish).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+# Mortality a year by age band (US life table, as EconGym): ages below each bound
+AGE_BOUNDS = (1.0, 5.0, 15.0, 25.0, 35.0, 45.0, 55.0, 65.0, 75.0, 85.0)
+DEATH_RATES = (0.0056, 28.0e-5, 15.3e-5, 79.5e-5, 163.4e-5, 255.4e-5, 453.3e-5, 992.1e-5, 1978.7e-5,
+               4708.2e-5, 14389.6e-5)
+
+
+def death_probability(age):
+    """Probability of dying within the year at ``age`` (``f32`` like ``age``)."""
+    band = jnp.sum(age[..., None] >= jnp.asarray(AGE_BOUNDS, jnp.float32), axis=-1)
+    return jnp.asarray(DEATH_RATES, jnp.float32)[band]
+
+
+def estate(wealth, exemption, rate):
+    """``(inherited, tax)`` of an estate: wealth above ``exemption`` is taxed at ``rate``."""
+    inherited = jnp.where(wealth <= exemption, wealth, exemption + (wealth - exemption) * (1.0 - rate))
+    return inherited, wealth - inherited
+
+
+def step(key, h, params, stock_price):
+    """Age everyone a year, draw deaths, settle estates and add the newborn.
+
+    ``h``: a dict of household arrays ``[C]`` with at least ``alive``, ``age``,
+    ``assets`` (end-of-year wealth), ``stock``, ``e_normal``, ``e_star``; every other
+    entry is reset to 0 in a newborn's slot. Returns ``(h, flows)`` with flows ``deaths``, ``births``,
+    ``births_dropped``, ``estate_tax`` and ``inherited`` (``f32[]``).
+    """
+    k_death, k_parent = jax.random.split(key)
+    alive = h["alive"]
+    c = alive.shape[0]
+    n_before = jnp.sum(alive)
+    age = jnp.where(alive, h["age"] + 1.0, h["age"])
+    dies = alive & ((jax.random.uniform(k_death, (c,)) < death_probability(age)) | (age >= params.max_age))
+    inherited_i, tax_i = estate(h["assets"], params.estate_exemption, params.estate_tax)
+    inherited = jnp.sum(jnp.where(dies, inherited_i, 0.0))
+    estate_tax = jnp.sum(jnp.where(dies, tax_i, 0.0))
+    stock_value = jnp.sum(jnp.where(dies, h["stock"], 0.0)) * stock_price
+    survivors = alive & ~dies
+    n_survivors = jnp.sum(survivors)
+    wanted = jnp.floor(n_before.astype(jnp.float32) * params.birth_rate).astype(jnp.int32)
+
+    # newborn slots: the lowest free ones, at most `wanted`
+    newborn = ~survivors & (jnp.cumsum((~survivors).astype(jnp.int32)) <= wanted)
+    births = jnp.sum(newborn)
+    share = jnp.where(births > 0, inherited / jnp.maximum(births, 1), 0.0)
+    stock_share = jnp.where((inherited > 0) & (stock_price > 0), stock_value / jnp.where(inherited > 0, inherited, 1.0), 0.0)
+    # a newborn copies the productivity of a random survivor
+    def draw_parents():
+        rank = jax.random.randint(k_parent, (c,), 0, jnp.maximum(n_survivors, 1))
+        return jnp.clip(jnp.searchsorted(jnp.cumsum(survivors.astype(jnp.int32)), rank + 1), 0, c - 1)
+
+    parent = jax.lax.cond(births > 0, draw_parents, lambda: jnp.arange(c, dtype=jnp.int32))
+
+    out = {}
+    for name, x in h.items():
+        out[name] = jnp.where(newborn, jnp.zeros_like(x), x)
+    out["alive"] = survivors | newborn
+    out["age"] = jnp.where(newborn, params.initial_working_age, age)
+    bequest = jnp.where(births > 0, 0.0, jnp.where(n_survivors > 0, inherited / jnp.maximum(n_survivors, 1), 0.0))
+    out["assets"] = jnp.where(newborn, share, jnp.where(survivors, h["assets"] + bequest, h["assets"]))
+    out["stock"] = jnp.where(newborn, share * stock_share / stock_price,
+                             jnp.where(survivors, h["stock"] + bequest * stock_share / stock_price, h["stock"]))
+    out["e_normal"] = jnp.where(newborn, h["e_normal"][parent], h["e_normal"])
+    out["e_star"] = jnp.where(newborn, h["e_star"][parent], h["e_star"])
+    if "e" in h:
+        out["e"] = jnp.where(newborn, h["e_normal"][parent] + h["e_star"][parent], h["e"])
+    flows = {
+        "deaths": jnp.sum(dies).astype(jnp.float32), "births": births.astype(jnp.float32),
+        "births_dropped": (wanted - births).astype(jnp.float32), "estate_tax": estate_tax, "inherited": inherited,
+    }
+    return out, flows

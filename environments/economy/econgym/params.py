@@ -1,0 +1,385 @@
+"""Static configuration, parameters and state of EconGym's economic society.
+
+``SocietyConfig`` is static (it fixes shapes and which roles exist), ``SocietyParams``
+holds every number a user may sweep (a population of economies is a ``vmap`` over it)
+and ``check_params`` validates it on the host; ``SocietyState`` holds the economy
+between two steps. Shapes: ``C`` household slots (``num_households`` for infinitely
+lived households, more for overlapping generations, whose population changes), ``M``
+firms. Defaults are EconGym's (``cfg/base_config.yaml`` at commit d81cd5d), money in
+US dollars, one step a year.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+HOUSEHOLD_TYPES = ("ramsey", "olg", "ramsey_risk_invest", "olg_risk_invest")
+GOVERNMENT_TYPES = ("fiscal", "pension", "central_bank")
+BANK_TYPES = ("non_profit", "commercial")
+MARKET_TYPES = ("perfect", "monopoly", "oligopoly", "monopolistic_competition")
+OBJECTIVES = ("gdp", "gini", "social_welfare", "mean_welfare", "gdp_gini", "pension_gap")
+TAX_SCHEDULES = ("hsv", "us_federal", "none")
+MAX_HOUSEHOLDS = 10**8
+
+
+@dataclasses.dataclass(frozen=True)
+class SocietyConfig:
+    """Which roles exist, and the sizes (static: they fix the shapes).
+
+    Args:
+        households: one of ``HOUSEHOLD_TYPES``: infinitely lived (``ramsey``) or
+            overlapping generations (``olg``: age, retirement, mortality, births,
+            pensions), each optionally with a risky asset (``*_risk_invest``).
+        governments: a non-empty tuple of distinct ``GOVERNMENT_TYPES``; the first is
+            the main government (its debt is the one the bank lends to). A type that is
+            absent keeps its instruments at their ``params`` values.
+        bank: ``non_profit`` (deposit and lending rates set by the market: the marginal
+            product of capital under perfect competition, else the policy rate) or
+            ``commercial`` (chooses both rates).
+        market: ``perfect`` (1 firm, wage at the marginal product), ``monopoly`` (1
+            firm), ``oligopoly`` or ``monopolistic_competition`` (``num_firms`` firms),
+            the last three setting their price and wage.
+        num_households: households at reset, 1 .. 10^8.
+        num_firms: ``M``; 1 for ``perfect`` and ``monopoly``; >= 2 otherwise.
+        capacity: household slots ``C`` (>= ``num_households``); default
+            ``num_households`` for infinitely lived households and ``ceil(1.25 N)`` for
+            overlapping generations (births into a full economy are dropped and counted
+            in ``info["births_dropped"]``).
+        objectives: ``{government type: objective}`` for ``fiscal`` and ``pension``
+            (one of ``OBJECTIVES``; default ``gdp``); the central bank's is its own.
+        tax_schedule: income tax of the households: ``hsv`` (the fiscal authority's
+            HSV schedule), ``us_federal`` (the 2022 US federal brackets) or ``none``.
+    """
+
+    households: str = "ramsey"
+    governments: tuple = ("fiscal",)
+    bank: str = "non_profit"
+    market: str = "perfect"
+    num_households: int = 100
+    num_firms: int = 1
+    capacity: int | None = None
+    objectives: tuple = ()
+    tax_schedule: str = "hsv"
+
+    def __post_init__(self):
+        def one_of(name, value, allowed):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+        one_of("households", self.households, HOUSEHOLD_TYPES)
+        one_of("bank", self.bank, BANK_TYPES)
+        one_of("market", self.market, MARKET_TYPES)
+        one_of("tax_schedule", self.tax_schedule, TAX_SCHEDULES)
+        govs = tuple(self.governments) if not isinstance(self.governments, str) else (self.governments,)
+        if not govs or len(set(govs)) != len(govs) or any(g not in GOVERNMENT_TYPES for g in govs):
+            raise ValueError(f"governments must be a non-empty tuple of distinct types from "
+                             f"{list(GOVERNMENT_TYPES)}, got {self.governments!r}")
+        object.__setattr__(self, "governments", govs)
+        n = self.num_households
+        if not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_HOUSEHOLDS:
+            raise ValueError(f"num_households must be an int in [1, {MAX_HOUSEHOLDS}], got {n!r}")
+        m = self.num_firms
+        single = self.market in ("perfect", "monopoly")
+        if not isinstance(m, (int, np.integer)) or (single and m != 1) or (not single and not 2 <= m <= 1000):
+            allowed = "1" if single else "an int in [2, 1000]"
+            raise ValueError(f"num_firms must be {allowed} for market={self.market!r}, got {m!r}")
+        cap = self.capacity
+        if cap is None:
+            cap = int(np.ceil(1.25 * n)) if self.olg else n
+        if not isinstance(cap, (int, np.integer)) or not n <= cap <= MAX_HOUSEHOLDS:
+            raise ValueError(f"capacity must be an int in [num_households={n}, {MAX_HOUSEHOLDS}], got {cap!r}")
+        object.__setattr__(self, "capacity", int(cap))
+        objectives = dict(self.objectives)
+        for gov, obj in objectives.items():
+            if gov not in ("fiscal", "pension") or gov not in govs:
+                raise ValueError(f"objectives keys must be governments of this economy among "
+                                 f"['fiscal', 'pension'], got {gov!r} (governments: {list(govs)})")
+            one_of(f"objectives[{gov!r}]", obj, OBJECTIVES)
+        object.__setattr__(self, "objectives", tuple(sorted(objectives.items())))
+
+    @property
+    def olg(self) -> bool:
+        return self.households.startswith("olg")
+
+    @property
+    def risk_invest(self) -> bool:
+        return self.households.endswith("risk_invest")
+
+    @property
+    def firms_decide(self) -> bool:
+        return self.market != "perfect"
+
+    def objective(self, gov: str) -> str:
+        return dict(self.objectives).get(gov, "gdp")
+
+
+DEFAULTS: dict[str, float | list[float] | int] = {
+    # households
+    "h_max": 2512.0,
+    "rho_e": 0.982,
+    "sigma_e": 0.2,
+    "e_p": 2.2e-6,
+    "e_q": 0.99,
+    "super_e": 504.3,
+    "crra": 1.0,
+    "ife": 1.0,
+    "labour_weight": 0.5,
+    "labour_scale": 5.0,
+    "stock_alpha": 0.1,
+    "at_min": -1e6,
+    "save_range": [-0.5, 1.0],
+    "ubi": 0.0,
+    # overlapping generations
+    "birth_rate": 0.011,
+    "initial_working_age": 24.0,
+    "max_age": 102.0,
+    # firms
+    "alpha": 0.36,
+    "tfp": 1.0,
+    "sigma_z": 0.0038,
+    "epsilon": 0.5,
+    "price_bounds": [1e-4, 1e2],
+    "price_step": 0.1,
+    "wage_step": 0.6931472,
+    # bank
+    "init_rate": 0.0345,
+    "depreciation": 0.06,
+    "lending_range": [0.03, 0.2],
+    "deposit_range": [-0.001, 0.1],
+    # governments
+    "init_fiscal": [0.263, 0.049, 0.0, 0.0, 0.189],
+    "fiscal_max": [0.6, 2.0, 0.05, 2.0, 0.6],
+    "retire_age": 65.0,
+    "contribution_rate": 0.08,
+    "pension_growth_rate": 0.01,
+    "pension_rate": 1.0,
+    "pension_range": [60.0, 70.0, 0.05, 0.2],
+    "policy_rate": 0.03,
+    "reserve_ratio": 0.08,
+    "policy_range": [-0.02, 0.1, 0.0, 0.2],
+    "consumption_tax": 0.0,
+    "estate_tax": 0.0,
+    "estate_exemption": 13610000.0,
+    # initial economy (US data, as EconGym)
+    "real_gdp": 254746e8,
+    "real_population": 333428e3,
+    "real_debt_rate": 1.2129,
+    "real_total_hours": 265888.875e6,
+    "horizon": 300,
+}
+"""Default value of every ``SocietyParams`` field (EconGym's)."""
+
+
+@struct.dataclass
+class SocietyParams:
+    """All scalars ``f32[]`` unless noted; defaults in ``DEFAULTS`` (EconGym's values).
+
+    Households: ``h_max`` hours a year; productivity ``rho_e``, ``sigma_e`` (log-AR(1)),
+    ``e_p``/``e_q`` (become / stay superstar), ``super_e`` (a superstar's productivity
+    in units of the mean normal productivity); utility ``crra``, ``ife`` (inverse Frisch
+    elasticity), ``labour_weight``, ``labour_scale``: ``u = c^(1-crra)/(1-crra) -
+    labour_weight (labour_scale h/2512)^(1+ife)/(1+ife)``; ``stock_alpha`` (the risky
+    asset's price response to net buying); ``at_min`` (assets below it end the
+    episode); ``save_range`` ``f32[2]`` (savings share action range); ``ubi`` (dollars
+    a year paid to every household and counted as government spending).
+
+    Overlapping generations: ``birth_rate`` (births a year per household),
+    ``initial_working_age`` (age of the newborn households), ``max_age``.
+
+    Firms: ``alpha`` (capital share), ``tfp`` (initial TFP is ``tfp (1 + U[0, 1))``),
+    ``sigma_z`` (``log Z`` grows by ``sigma_z U[0, 1)`` a year), ``epsilon`` (CES
+    elasticity of the households' aggregate of goods and of the price index),
+    ``price_bounds`` ``f32[2]``; deciding firms' actions: ``price_step`` (largest log
+    price change a year) and ``wage_step`` (largest log deviation of the wage from the
+    marginal product of labour).
+
+    Bank: ``init_rate`` (deposit, lending and its view of the policy rate at reset:
+    the bank sees this step's policy rate only after the step), ``depreciation``;
+    commercial bank's action ranges ``lending_range``, ``deposit_range`` ``f32[2]``.
+
+    Governments: ``init_fiscal`` ``f32[5]`` (tau, xi, tau_a, xi_a, G/Y) in force where no
+    fiscal authority acts, ``fiscal_max`` ``f32[5]`` the upper ends of its action ranges
+    (lower ends 0); ``retire_age``, ``contribution_rate``, ``pension_growth_rate`` (the
+    pension fund's yearly return), ``pension_rate`` (basic pension multiplier),
+    ``pension_range`` ``f32[4]`` (retirement age low/high, contribution rate
+    low/high); ``policy_rate``, ``reserve_ratio`` in force where no central bank acts,
+    ``policy_range`` ``f32[4]`` (policy rate low/high, reserve ratio low/high);
+    ``consumption_tax``, ``estate_tax`` (rate above ``estate_exemption`` dollars).
+
+    Initial economy: ``real_gdp``, ``real_population``, ``real_debt_rate`` (debt/GDP),
+    ``real_total_hours`` (US totals: GDP and hours per household set the scale).
+
+    ``horizon``: ``i32[]`` steps (years) before the episode is truncated.
+    """
+
+    h_max: jax.Array
+    rho_e: jax.Array
+    sigma_e: jax.Array
+    e_p: jax.Array
+    e_q: jax.Array
+    super_e: jax.Array
+    crra: jax.Array
+    ife: jax.Array
+    labour_weight: jax.Array
+    labour_scale: jax.Array
+    stock_alpha: jax.Array
+    at_min: jax.Array
+    save_range: jax.Array
+    ubi: jax.Array
+    birth_rate: jax.Array
+    initial_working_age: jax.Array
+    max_age: jax.Array
+    alpha: jax.Array
+    tfp: jax.Array
+    sigma_z: jax.Array
+    epsilon: jax.Array
+    price_bounds: jax.Array
+    price_step: jax.Array
+    wage_step: jax.Array
+    init_rate: jax.Array
+    depreciation: jax.Array
+    lending_range: jax.Array
+    deposit_range: jax.Array
+    init_fiscal: jax.Array
+    fiscal_max: jax.Array
+    retire_age: jax.Array
+    contribution_rate: jax.Array
+    pension_growth_rate: jax.Array
+    pension_rate: jax.Array
+    pension_range: jax.Array
+    policy_rate: jax.Array
+    reserve_ratio: jax.Array
+    policy_range: jax.Array
+    consumption_tax: jax.Array
+    estate_tax: jax.Array
+    estate_exemption: jax.Array
+    real_gdp: jax.Array
+    real_population: jax.Array
+    real_debt_rate: jax.Array
+    real_total_hours: jax.Array
+    horizon: jax.Array
+
+    @classmethod
+    def make(cls, **overrides) -> "SocietyParams":
+        """Params from ``DEFAULTS`` with ``overrides`` (``f32`` arrays, ``horizon`` ``i32``)."""
+        unknown = sorted(set(overrides) - set(DEFAULTS))
+        if unknown:
+            raise ValueError(f"unknown SocietyParams fields {unknown}; fields: {sorted(DEFAULTS)}")
+        values = {**DEFAULTS, **overrides}
+        return cls(**{k: jnp.asarray(v, jnp.int32 if k == "horizon" else jnp.float32) for k, v in values.items()})
+
+
+_INF = np.inf
+# name -> (low, high): every entry must be finite and in [low, high]
+_RANGES = {
+    "h_max": (1e-3, 1e5), "rho_e": (0.0, 0.9999), "sigma_e": (0.0, 2.0), "e_p": (0.0, 1.0), "e_q": (0.0, 1.0),
+    "super_e": (0.0, 1e4), "crra": (0.0, 10.0), "ife": (0.0, 10.0), "labour_weight": (0.0, 1e3),
+    "labour_scale": (0.0, 1e3), "stock_alpha": (0.0, 10.0), "at_min": (-1e15, 0.0), "save_range": (-10.0, 1.0),
+    "ubi": (0.0, 1e7), "birth_rate": (0.0, 1.0), "initial_working_age": (0.0, 150.0), "max_age": (1.0, 200.0),
+    "alpha": (1e-3, 0.999), "tfp": (1e-6, 1e6), "sigma_z": (0.0, 1.0), "epsilon": (1e-3, 100.0),
+    "price_bounds": (1e-8, 1e8), "price_step": (0.0, 5.0), "wage_step": (0.0, 5.0), "init_rate": (-0.5, 1.0),
+    "depreciation": (0.0, 1.0), "lending_range": (-0.5, 1.0),
+    "deposit_range": (-0.5, 1.0), "init_fiscal": (0.0, 10.0), "fiscal_max": (0.0, 10.0),
+    "retire_age": (0.0, 150.0), "contribution_rate": (0.0, 1.0), "pension_growth_rate": (-1.0, 1.0),
+    "pension_rate": (0.0, 100.0), "pension_range": (0.0, 150.0), "policy_rate": (-0.5, 1.0),
+    "reserve_ratio": (0.0, 0.999), "policy_range": (-0.5, 1.0), "consumption_tax": (0.0, 10.0),
+    "estate_tax": (0.0, 1.0), "estate_exemption": (0.0, 1e15), "real_gdp": (1.0, 1e18),
+    "real_population": (1.0, 1e12), "real_debt_rate": (0.0, 100.0), "real_total_hours": (1.0, 1e18),
+    "horizon": (1, 10**9),
+}
+_SHAPES = {"save_range": (2,), "price_bounds": (2,), "lending_range": (2,), "deposit_range": (2,),
+           "init_fiscal": (5,), "fiscal_max": (5,), "pension_range": (4,), "policy_range": (4,)}
+_ORDERED = ("save_range", "price_bounds", "lending_range", "deposit_range")  # [low, high] pairs
+
+
+def check_params(params: SocietyParams) -> None:
+    """Raise ``ValueError`` naming the field and what is allowed (host numpy values)."""
+    for name, (lo, hi) in _RANGES.items():
+        v = np.asarray(getattr(params, name), np.float64)
+        want = _SHAPES.get(name, ())
+        if v.shape != want:
+            raise ValueError(f"params.{name} must have shape {want}, got {v.shape}")
+        if np.any(~np.isfinite(v) | (v < lo) | (v > hi)):
+            raise ValueError(f"params.{name} must be finite and in [{lo}, {hi}], got {v.tolist()}")
+    for name in _ORDERED:
+        lo, hi = np.asarray(getattr(params, name)).tolist()
+        if lo > hi:
+            raise ValueError(f"params.{name} must be [low, high] with low <= high, got {[lo, hi]}")
+    for name in ("pension_range", "policy_range"):
+        v = np.asarray(getattr(params, name)).tolist()
+        if v[0] > v[1] or v[2] > v[3]:
+            raise ValueError(f"params.{name} must be [low, high, low, high] with each low <= high, got {v}")
+    if np.any(np.asarray(params.init_fiscal) > np.asarray(params.fiscal_max)):
+        raise ValueError("params.init_fiscal (tau, xi, tau_a, xi_a, G/Y) must not exceed params.fiscal_max")
+    if not 0.0 < float(params.save_range[1]) <= 1.0:
+        raise ValueError(f"params.save_range[1] must be in (0, 1], got {float(params.save_range[1])}")
+
+
+@struct.dataclass
+class SocietyState:
+    """The economy between two steps.
+
+    Household slots ``[C]``: ``alive``; productivity ``e_normal`` and ``e_star`` (the
+    normal and the superstar component, one of them 0; ``e = e_normal + e_star``),
+    ``e`` (as of the last step); ``assets`` (wealth at the start of the next step:
+    deposits plus the risky position), ``savings`` (the deposit part; < 0 a loan),
+    ``stock`` (units of the risky asset), ``risky_income`` (last step's gain on it,
+    paid in the next step's income), ``age``, ``working_years``, ``pension_account``;
+    and of the last step ``income``, ``post_income``, ``consumption`` (CES aggregate),
+    ``hours`` (hours a year), ``pension`` (> 0 received, < 0 contributed).
+
+    Firms ``[M]``: ``tfp``, ``capital`` (next step's), ``price``, ``wage`` (per effective
+    hour) and of the last step ``output``, ``labour`` (effective hours).
+
+    Scalars ``[]``: ``gov_debt`` (next step's), ``gdp`` (last step's nominal GDP),
+    ``policy`` ``f32[9]`` in force (tau, xi, tau_a, xi_a, G/Y, retirement age,
+    contribution rate, policy rate, reserve ratio), ``gov_split`` ``f32[M]`` (share of
+    government spending per firm), ``bank_rates`` ``f32[2]`` (lending, deposit) and
+    ``bank_view`` ``f32[2]`` (the policy rate and reserve ratio the bank last saw),
+    ``bank_account``, ``bank_profit``, ``pension_fund``, ``stock_price``,
+    ``price_index``, ``inflation``, ``growth``, ``money_unit`` (GDP per household at
+    reset: the unit observations measure money in), ``t`` ``i32[]``.
+    """
+
+    alive: jax.Array
+    e_normal: jax.Array
+    e_star: jax.Array
+    e: jax.Array
+    assets: jax.Array
+    savings: jax.Array
+    stock: jax.Array
+    risky_income: jax.Array
+    age: jax.Array
+    working_years: jax.Array
+    pension_account: jax.Array
+    income: jax.Array
+    post_income: jax.Array
+    consumption: jax.Array
+    hours: jax.Array
+    pension: jax.Array
+    tfp: jax.Array
+    capital: jax.Array
+    price: jax.Array
+    wage: jax.Array
+    output: jax.Array
+    labour: jax.Array
+    gov_debt: jax.Array
+    gdp: jax.Array
+    policy: jax.Array
+    gov_split: jax.Array
+    bank_rates: jax.Array
+    bank_view: jax.Array
+    bank_account: jax.Array
+    bank_profit: jax.Array
+    pension_fund: jax.Array
+    stock_price: jax.Array
+    price_index: jax.Array
+    inflation: jax.Array
+    growth: jax.Array
+    money_unit: jax.Array
+    t: jax.Array
