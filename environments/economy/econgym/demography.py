@@ -22,6 +22,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxagents.core.rng import uniforms
+
 # Mortality a year by age band (US life table, as EconGym): ages below each bound
 AGE_BOUNDS = (1.0, 5.0, 15.0, 25.0, 35.0, 45.0, 55.0, 65.0, 75.0, 85.0)
 DEATH_RATES = (0.0056, 28.0e-5, 15.3e-5, 79.5e-5, 163.4e-5, 255.4e-5, 453.3e-5, 992.1e-5, 1978.7e-5,
@@ -40,20 +42,20 @@ def estate(wealth, exemption, rate):
     return inherited, wealth - inherited
 
 
-def step(key, h, params, stock_price):
+def step(key, h, params, stock_price, rng="hash"):
     """Age everyone a year, draw deaths, settle estates and add the newborn.
 
     ``h``: a dict of household arrays ``[C]`` with at least ``alive``, ``age``,
     ``assets`` (end-of-year wealth), ``stock``, ``e_normal``, ``e_star``; every other
-    entry is reset to 0 in a newborn's slot. Returns ``(h, flows)`` with flows ``deaths``, ``births``,
+    entry is reset to 0 in a newborn's slot; ``rng`` as in ``jaxagents.core.rng``. Returns ``(h, flows)`` with flows ``deaths``, ``births``,
     ``births_dropped``, ``estate_tax`` and ``inherited`` (``f32[]``).
     """
-    k_death, k_parent = jax.random.split(key)
     alive = h["alive"]
     c = alive.shape[0]
+    u = uniforms(key, (2, c), rng)
     n_before = jnp.sum(alive)
     age = jnp.where(alive, h["age"] + 1.0, h["age"])
-    dies = alive & ((jax.random.uniform(k_death, (c,)) < death_probability(age)) | (age >= params.max_age))
+    dies = alive & ((u[0] < death_probability(age)) | (age >= params.max_age))
     inherited_i, tax_i = estate(h["assets"], params.estate_exemption, params.estate_tax)
     inherited = jnp.sum(jnp.where(dies, inherited_i, 0.0))
     estate_tax = jnp.sum(jnp.where(dies, tax_i, 0.0))
@@ -69,7 +71,7 @@ def step(key, h, params, stock_price):
     stock_share = jnp.where((inherited > 0) & (stock_price > 0), stock_value / jnp.where(inherited > 0, inherited, 1.0), 0.0)
     # a newborn copies the productivity of a random survivor
     def draw_parents():
-        rank = jax.random.randint(k_parent, (c,), 0, jnp.maximum(n_survivors, 1))
+        rank = jnp.minimum((u[1] * n_survivors).astype(jnp.int32), jnp.maximum(n_survivors - 1, 0))
         return jnp.clip(jnp.searchsorted(jnp.cumsum(survivors.astype(jnp.int32)), rank + 1), 0, c - 1)
 
     parent = jax.lax.cond(births > 0, draw_parents, lambda: jnp.arange(c, dtype=jnp.int32))

@@ -79,6 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxagents.core import Box, Env, Role
+from jaxagents.core.rng import check_rng
 from jaxagents_environments.economy.econgym import demography
 from jaxagents_environments.economy.econgym import government as gov
 from jaxagents_environments.economy.econgym import households as hh
@@ -102,11 +103,15 @@ class Society(Env):
     Args (all static, validated by ``SocietyConfig``): ``households``, ``governments``,
     ``bank``, ``market``, ``num_households``, ``num_firms``, ``capacity``,
     ``objectives`` (``{"fiscal"|"pension": objective}``), ``tax_schedule``; and
-    ``horizon``, the default params' episode length (EconGym's ``episode_length``, 300).
+    ``horizon``, the default params' episode length (EconGym's ``episode_length``, 300);
+    ``rng``: how the households' yearly draws (productivity, deaths) are made, ``"hash"``
+    (default, a tenth of the cost on CPU) or ``"threefry"`` (``jaxagents.core.rng``).
     """
 
     def __init__(self, households="ramsey", governments=("fiscal",), bank="non_profit", market="perfect",
-                 num_households=100, num_firms=1, capacity=None, objectives=(), tax_schedule="hsv", horizon=300):
+                 num_households=100, num_firms=1, capacity=None, objectives=(), tax_schedule="hsv", horizon=300,
+                 rng="hash"):
+        self.rng = check_rng(rng)
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ValueError(f"horizon must be an int >= 1 (years per episode), got {horizon!r}")
         self.horizon = int(horizon)
@@ -239,7 +244,7 @@ class Society(Env):
         e_normal = slots(jnp.where(star, 0.0, start["educ"]))
         e_star = slots(jnp.where(star, 1.0, 0.0))
         e_normal, e_star = hh.productivity_step(key, e_normal, e_star, alive, p.rho_e, p.sigma_e, p.e_p, p.e_q,
-                                                p.super_e)
+                                                p.super_e, self.rng)
         assets = slots(start["assets"])
         gdp = p.real_gdp / p.real_population * n
         tfp = p.tfp * tfp_factor.astype(jnp.float32)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxagents.core.rng import uniforms
+
 TINY = 1e-8  # EconGym's guard in CES sums and market shares
 
 
@@ -29,15 +31,21 @@ def masked_mean(x, mask, default=0.0):
     return jnp.where(n > 0, jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(n, 1), default)
 
 
-def _pick_positive(key, values, positive, n):
-    """``f32[n]`` draws, uniformly with replacement, from ``values[positive]``."""
+def _pick_positive(u, values, positive):
+    """Draws, uniformly with replacement, from ``values[positive]``, one per entry of
+    the uniforms ``u`` ``f32[C]``."""
     count = jnp.cumsum(positive.astype(jnp.int32))
-    rank = jax.random.randint(key, (n,), 0, jnp.maximum(count[-1], 1))
+    rank = jnp.minimum((u * count[-1]).astype(jnp.int32), jnp.maximum(count[-1] - 1, 0))
     idx = jnp.searchsorted(count, rank + 1)  # first slot whose running count reaches rank + 1
     return values[jnp.clip(idx, 0, values.shape[0] - 1)]
 
 
-def productivity_step(key, e_normal, e_star, alive, rho, sigma, e_p, e_q, super_e):
+def standard_normal(u):
+    """``N(0, 1)`` draws from uniforms in ``[0, 1)`` (inverse CDF, nudged off 0)."""
+    return jnp.sqrt(2.0) * jax.scipy.special.erfinv(2.0 * (u + 2.0**-25) - 1.0)
+
+
+def productivity_step(key, e_normal, e_star, alive, rho, sigma, e_p, e_q, super_e, rng="hash"):
     """One year of EconGym's productivity process (``generate_e_ability``).
 
     A normal household becomes a superstar with probability ``e_p`` and then earns
@@ -46,28 +54,31 @@ def productivity_step(key, e_normal, e_star, alive, rho, sigma, e_p, e_q, super_
     of the positive ones). A superstar stays one with probability ``e_q`` (its value
     re-indexed to the same mean); one that leaves draws its normal productivity
     uniformly between the smallest and the largest normal component after this year's
-    updates. Returns ``(e_normal, e_star)``, ``f32[C]`` each, one of them 0 per slot.
+    updates. Three uniforms per household from ``jaxagents.core.rng.uniforms`` (``rng``
+    ``"hash"`` or ``"threefry"``): the one that decides a transition, rescaled past its
+    threshold, is again uniform and serves the draw that follows it. Returns ``(e_normal, e_star)``, ``f32[C]`` each, one
+    of them 0 per slot.
     """
-    k_star, k_fall, k_eps, k_leave, k_u = jax.random.split(key, 5)
     c = e_normal.shape[0]
+    u = uniforms(key, (3, c), rng)
     positive = alive & (e_normal > 0)
     mean_pos = masked_mean(e_normal, positive, 1.0)
     star = e_star > 0
-    to_star = (jax.random.uniform(k_star, (c,)) < e_p) & ~star
+    to_star = (u[0] < e_p) & ~star
     stay_normal = ~star & ~to_star
     need = stay_normal & alive & (e_normal <= 0)
     past = jax.lax.cond(
         jnp.any(need),
-        lambda: jnp.where(need, _pick_positive(k_fall, e_normal, positive, c), e_normal),
+        lambda: jnp.where(need, _pick_positive((u[0] - e_p) / (1.0 - e_p), e_normal, positive), e_normal),
         lambda: e_normal,
     )
-    grown = jnp.exp(rho * jnp.log(jnp.maximum(past, 1e-8)) + sigma * jax.random.normal(k_eps, (c,)))
+    grown = jnp.exp(rho * jnp.log(jnp.maximum(past, 1e-8)) + sigma * standard_normal(u[1]))
     normal = jnp.where(to_star, 0.0, jnp.where(stay_normal, grown, e_normal))
-    leave = (jax.random.uniform(k_leave, (c,)) >= e_q) & star
+    leave = (u[2] >= e_q) & star
     low = jnp.min(jnp.where(alive, normal, jnp.inf))
     high = jnp.max(jnp.where(alive, normal, -jnp.inf))
-    redraw = low + (high - low) * jax.random.uniform(k_u, (c,))
-    normal = jnp.where(leave, redraw, jnp.where(star, 0.0, normal))
+    redraw = jnp.clip((u[2] - e_q) / jnp.maximum(1.0 - e_q, 1e-12), 0.0, 1.0)
+    normal = jnp.where(leave, low + (high - low) * redraw, jnp.where(star, 0.0, normal))
     stars = jnp.where(to_star | (star & ~leave), super_e * mean_pos, 0.0)
     return jnp.where(alive, normal, e_normal), jnp.where(alive, stars, e_star)
 
@@ -150,6 +161,8 @@ def ces(goods, epsilon):
     ``(sum_j (c_j + 1e-8)^rho)^(1/rho)``, ``rho = (epsilon - 1)/epsilon``; the geometric
     mean at ``epsilon = 1``. ``f32[C]``."""
     g = goods + TINY
+    if goods.shape[-1] == 1:  # one good: the aggregate is the good (skips two powers)
+        return g[..., 0]
     at_one = jnp.abs(epsilon - 1.0) < 1e-6
     rho = jnp.where(at_one, 1.0, (epsilon - 1.0) / epsilon)
     power = jnp.sum(g**rho, axis=-1) ** (1.0 / rho)

@@ -78,7 +78,7 @@ def society_step(env, key, state, actions, p):
     u = clean["household"]
     alive = state.alive
     e_normal, e_star = hh.productivity_step(k_e, state.e_normal, state.e_star, alive, p.rho_e, p.sigma_e,
-                                            p.e_p, p.e_q, p.super_e)
+                                            p.e_p, p.e_q, p.super_e, env.rng)
     e = e_normal + e_star
     save = _onto(u[:, 0], p.save_range[0], p.save_range[1])
     hours = (u[:, 1] + 1.0) * 0.5 * p.h_max
@@ -138,7 +138,7 @@ def society_step(env, key, state, actions, p):
     zero = jnp.zeros((), jnp.float32)
     flows = dict(deaths=zero, births=zero, births_dropped=zero, estate_tax=zero)
     if cfg.olg:
-        aged, demo = demography.step(k_demo, people, p, stock_price)
+        aged, demo = demography.step(k_demo, people, p, stock_price, env.rng)
         first = state.t == 0  # EconGym's runner skips the demography of an episode's first year
         people = jax.tree.map(lambda new, old_: jnp.where(first, old_, new), aged, people)
         flows = {k: jnp.where(first, 0.0, demo[k]) for k in flows}

@@ -93,6 +93,7 @@ def test_mortality_estates_and_annuities():
 
 
 _top_groups = jax.jit(ob.top_groups)
+_top_sums = jax.jit(lambda v, x, a, ks: jnp.stack(ob.top_sums(v, x, a, (ks[0], ks[1]))))
 
 
 @settings(max_examples=25, deadline=None)
@@ -107,12 +108,17 @@ def test_top_groups_are_the_stable_sort_of_econgym(values, seed):
     n = int(alive.sum())
     ks = np.array([max(1, int(0.1 * n)), max(1, int(0.5 * n))])
     got = np.asarray(_top_groups(jnp.asarray(x), jnp.asarray(alive), jnp.asarray(ks)))
+    values = np.stack([x, np.arange(x.size, dtype=np.float32)])
+    sums = np.asarray(_top_sums(jnp.asarray(values), jnp.asarray(x), jnp.asarray(alive), jnp.asarray(ks)))
     idx = np.flatnonzero(alive)
     order = sorted(range(n), key=lambda i: x[idx][i], reverse=True)  # what EconGym does
     for row, k in zip(got, ks):
         want = np.zeros(x.shape, bool)
         want[idx[order[:k]]] = True
         np.testing.assert_array_equal(row, want)
+    for row, k in zip(sums, ks):  # the sums the observation uses: wealth and (here) slot indices
+        pick = idx[order[:k]]
+        np.testing.assert_allclose(row, [x[pick].astype(np.float64).sum(), pick.sum()], rtol=1e-5, atol=1e-3)
 
 
 def test_gini_is_econgyms_formula():
