@@ -22,6 +22,6 @@ def packages() -> list[str]:
 setup(
     packages=packages(),
     package_dir={name: folder for folder, name in RENAMED.items()},
-    package_data={"jaxagents_baselines": ["configs/*.yaml"],
+    package_data={"jaxagents_baselines": ["configs/*.yaml", "configs/econ/*.yaml"],
                   "jaxagents_environments": ["economy/econgym/data/*.npz"]},
 )

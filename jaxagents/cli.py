@@ -60,6 +60,31 @@ def cmd_list(args) -> int:
     return 0
 
 
+def cmd_list_tasks(args) -> int:
+    """``jaxagents list-tasks [ENV_ID]``: the named tasks an environment offers (its class's
+    ``tasks()`` classmethod: ``{name: one-line question}``), one per line; without an id,
+    those of every registered environment that offers tasks. Returns 0, or 2 when the
+    given environment offers none."""
+    ids = [args.env_id] if args.env_id else registry.list_envs()
+    found = False
+    for env_id in ids:
+        cls = registry.load_entry_point(registry.spec(env_id).entry_point)
+        tasks = getattr(cls, "tasks", None)
+        if tasks is None:
+            continue
+        found = True
+        table = tasks()
+        width = max(map(len, table))
+        print(f"{env_id}: {len(table)} tasks (`jaxagents train` with env kwargs task=NAME)")
+        for name, line in table.items():
+            print(f"  {name:<{width}}  {line}")
+    if not found:
+        which = f"{args.env_id!r} offers" if args.env_id else "no registered environment offers"
+        print(f"{which} no named tasks (an environment offers them with a tasks() classmethod)", file=sys.stderr)
+        return 2
+    return 0
+
+
 # --------------------------------------------------------------------------- bench
 def _ancestors(path: str) -> list[str]:
     out, p = [], os.path.dirname(path)
@@ -260,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("list", help="registered environments, their roles and descriptions")
     sp.set_defaults(func=cmd_list)
+
+    st = sub.add_parser("list-tasks", help="the named research tasks an environment offers (e.g. econgym_task)")
+    st.add_argument("env_id", nargs="?", help="a registered id (default: every environment that offers tasks)")
+    st.set_defaults(func=cmd_list_tasks)
 
     sb = sub.add_parser(
         "bench",

@@ -29,6 +29,7 @@ MAKE_KWARGS = {
     "macro": {"num_households": 16, "num_firms": 2},
     "econgym": {"households": "olg", "governments": ("fiscal", "pension", "central_bank"), "bank": "commercial",
                 "market": "oligopoly", "num_households": 16, "num_firms": 2, "horizon": 40},
+    "econgym_task": {"task": "tre_government", "num_households": 16, "horizon": 40},
     "macro_central_bank": {"num_households": 16, "num_firms": 2},
     "taxation": {"num_workers": 32, "period_length": 4, "num_periods": 3},
     # short steps keep compiles small; the safety filter is covered on navigation here
@@ -130,7 +131,7 @@ SLOW_IDS = {
     "robots_arctic_transport", "robots_continuous_rware",  # compiled vmapped rollouts in test_scenarios_more
     "mf_opinion_network", "mf_crowd_four_rooms",  # Opinion on a graph, 2-D crowd: tests/environments/meanfield
     "macro_central_bank",  # macro under ScriptedRoles: tests/core/test_scripted_roles.py, tests/environments/economy
-    "macro", "taxation", "market", "gtb", "econgym",  # their own jit/vmap rollouts (over params too): tests/environments/economy
+    "macro", "taxation", "market", "gtb", "econgym", "econgym_task",  # their own jit/vmap rollouts (over params too): tests/environments/economy
 }
 
 

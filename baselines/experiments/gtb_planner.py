@@ -128,13 +128,7 @@ def make_scorer(learner, episodes: int):
         def body(carry, k):
             state, ts = carry
             k_act, k_env = jax.random.split(k)
-            actions = {}
-            for k_role, role in zip(jax.random.split(k_act, len(agents.roles)), agents.roles):
-                obs = ts.obs[role]
-                reset = jnp.zeros(obs.shape[:2], bool)
-                _, a, _, _, _ = agents.act(policy[role], role, hidden[role], obs, None, reset,
-                                           ts.action_mask[role], k_role)
-                actions[role] = a
+            _, actions = agents.act_all(policy, hidden, ts.obs, ts.action_mask, k_act)
             state, ts = jax.vmap(env.step, (0, 0, 0, None))(jax.random.split(k_env, episodes), state, actions, env_params)
             rates = jax.vmap(marginal_rates, (0, 0, None))(state.rates, state.last_income, env_params.bracket_cutoffs)
             return (state, ts), (state.last_income, rates)

@@ -127,6 +127,7 @@ def _register_builtin() -> None:
     register("macro", f"{e}.macro:MacroEconomy", description="Macro economy (EconGym roles): households, firms, bank, government, central bank; stock-flow consistent")
     register("macro_central_bank", f"{e}.macro.scripted:CentralBankEconomy", description="Macro economy, central bank only: households, firms, bank and government follow scripted rules (ScriptedRoles)")
     register("econgym", f"{e}.econgym:Society", description="EconGym's society (NeurIPS 2025, step for step against its code): Ramsey or OLG households, fiscal/pension/central-bank governments, non-profit or commercial bank, perfect/monopoly/oligopoly/monopolistic-competition firms, by config; 10^6 households")
+    register("econgym_task", f"{e}.econgym.tasks:EconGymTask", description="One of EconGym's 28 research tasks (`jaxagents list-tasks econgym_task`): its economy, the roles that learn, every other role by EconGym's rules")
     register("gtb", f"{e}.gtb:GTB", description="Gather-trade-build on a map (the AI Economist's simple_wood_and_stone, step-for-step against Foundation 1.7.1): move, gather, build houses, double auction, periodic bracket tax, 2 to 10^5 citizens")
     register("market", f"{e}.market:Market", description="Gather-craft-trade market (AI Economist GTB, flattened like EconoJax): unit-order double auction per resource, periodic bracket tax")
     r = "jaxagents_environments.robots"

@@ -115,6 +115,17 @@ class Agents:
             action = dist.sample(seed=key)
         return hidden, action, dist.log_prob(action), value[0], out[0]
 
+    def act_all(self, params, hidden, obs, masks, key):
+        """Sampled actions of every role at one step, without a critic (evaluation of
+        trained policies): ``params``/``hidden``/``obs``/``masks`` are ``{role: ...}``
+        with ``obs[E, n, ...]``; returns ``(hidden, {role: action[E, n, ...]})``."""
+        new_hidden, actions = {}, {}
+        for k, role in zip(jax.random.split(key, len(self.roles)), self.roles):
+            reset = jnp.zeros(obs[role].shape[:2], bool)
+            new_hidden[role], actions[role], _, _, _ = self.act(params[role], role, hidden[role], obs[role], None,
+                                                                reset, masks[role], k)
+        return new_hidden, actions
+
     def logits_fn(self, params, role):
         """A feed-forward policy as ``obs[S, D] -> actor_out[S, A]`` (for exact
         evaluation over information states)."""

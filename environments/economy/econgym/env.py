@@ -80,12 +80,10 @@ import numpy as np
 
 from jaxagents.core import Box, Env, Role
 from jaxagents.core.rng import check_rng
-from jaxagents_environments.economy.econgym import demography
-from jaxagents_environments.economy.econgym import government as gov
 from jaxagents_environments.economy.econgym import households as hh
 from jaxagents_environments.economy.econgym import market as mk
 from jaxagents_environments.economy.econgym import obs as ob
-from jaxagents_environments.economy.econgym.params import SocietyConfig, SocietyParams, SocietyState, check_params
+from jaxagents_environments.economy.econgym.params import DEFAULTS, SocietyConfig, SocietyParams, SocietyState, check_params
 from jaxagents_environments.economy.econgym.step import INFO_KEYS, society_step
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "scf2022.npz")
@@ -105,13 +103,20 @@ class Society(Env):
     ``objectives`` (``{"fiscal"|"pension": objective}``), ``tax_schedule``; and
     ``horizon``, the default params' episode length (EconGym's ``episode_length``, 300);
     ``rng``: how the households' yearly draws (productivity, deaths) are made, ``"hash"``
-    (default, a tenth of the cost on CPU) or ``"threefry"`` (``jaxagents.core.rng``).
+    (default, a tenth of the cost on CPU) or ``"threefry"`` (``jaxagents.core.rng``);
+    ``params``: ``{field: value}`` overrides of the default params (validated here);
+    ``inequality``: compute the wealth and income Ginis every year (``info``; two sorts
+    of the households a year), as they are whenever an objective needs them.
     """
 
     def __init__(self, households="ramsey", governments=("fiscal",), bank="non_profit", market="perfect",
                  num_households=100, num_firms=1, capacity=None, objectives=(), tax_schedule="hsv", horizon=300,
-                 rng="hash"):
+                 rng="hash", params=None, inequality=False):
         self.rng = check_rng(rng)
+        self._overrides = dict(params or {})
+        unknown = sorted(set(self._overrides) - set(DEFAULTS) - {"horizon"})
+        if unknown:
+            raise ValueError(f"params has unknown fields {unknown}; fields: {sorted(DEFAULTS)}")
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ValueError(f"horizon must be an int >= 1 (years per episode), got {horizon!r}")
         self.horizon = int(horizon)
@@ -137,12 +142,13 @@ class Society(Env):
                     always_legal=True, always_active=always)
             for r, (n, d_obs, d_act, always) in specs.items()
         }
-        self._gini = any(cfg.objective(g) in ("gini", "gdp_gini") for g in ("fiscal", "pension")
-                         if g in cfg.governments)
+        self._gini = bool(inequality) or any(cfg.objective(g) in ("gini", "gdp_gini")
+                                             for g in ("fiscal", "pension") if g in cfg.governments)
+        check_params(self.default_params())
 
     # ------------------------------------------------------------------ params
     def default_params(self) -> SocietyParams:
-        return SocietyParams.make(horizon=self.horizon)
+        return SocietyParams.make(**{"horizon": self.horizon, **self._overrides})
 
     def check_params(self, params: SocietyParams) -> None:
         check_params(params)

@@ -56,8 +56,9 @@ def top_sums(values, x, alive, ks):
         above, tied = key > t, key == t
         room = k - jnp.sum(above.astype(jnp.int32))
         # usually every tied entry fits; else the `room` lowest slots of them
-        cut = jax.lax.cond(jnp.sum(tied.astype(jnp.int32)) <= room, lambda: jnp.int32(c),
-                           lambda: jnp.searchsorted(jnp.cumsum(tied.astype(jnp.int32)), room, side="right"))
+        cut = jax.lax.cond(jnp.sum(tied.astype(jnp.int32)) <= room, lambda t_, r_: jnp.int32(c),
+                           lambda t_, r_: jnp.searchsorted(jnp.cumsum(t_.astype(jnp.int32)), r_, side="right").astype(
+                               jnp.int32), tied, room)
         take = above | (tied & (jnp.arange(c) < cut))
         out.append(jnp.sum(jnp.where(take, values, 0.0), axis=-1))
     return out

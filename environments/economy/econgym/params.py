@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import struct
+
+from jaxagents_environments.economy.defaults import from_defaults
 
 HOUSEHOLD_TYPES = ("ramsey", "olg", "ramsey_risk_invest", "olg_risk_invest")
 GOVERNMENT_TYPES = ("fiscal", "pension", "central_bank")
@@ -267,11 +268,7 @@ class SocietyParams:
     @classmethod
     def make(cls, **overrides) -> "SocietyParams":
         """Params from ``DEFAULTS`` with ``overrides`` (``f32`` arrays, ``horizon`` ``i32``)."""
-        unknown = sorted(set(overrides) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f"unknown SocietyParams fields {unknown}; fields: {sorted(DEFAULTS)}")
-        values = {**DEFAULTS, **overrides}
-        return cls(**{k: jnp.asarray(v, jnp.int32 if k == "horizon" else jnp.float32) for k, v in values.items()})
+        return from_defaults(cls, DEFAULTS, overrides)
 
 
 _INF = np.inf

@@ -9,9 +9,10 @@ step. Shapes: ``N`` households, ``M`` firms.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import struct
+
+from jaxagents_environments.economy.defaults import from_defaults
 
 
 DEFAULTS: dict[str, float | list[float] | int] = {
@@ -168,13 +169,7 @@ class MacroParams:
     @classmethod
     def make(cls, **overrides) -> "MacroParams":
         """Params from ``DEFAULTS`` with ``overrides`` (``f32`` arrays, ``horizon`` ``i32``)."""
-        unknown = sorted(set(overrides) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f"unknown MacroParams fields {unknown}; fields: {sorted(DEFAULTS)}")
-        values = {**DEFAULTS, **overrides}
-        return cls(**{
-            k: jnp.asarray(v, jnp.int32 if k == "horizon" else jnp.float32) for k, v in values.items()
-        })
+        return from_defaults(cls, DEFAULTS, overrides)
 
 
 # name -> (low, high, low_open, high_open): every entry of the field must lie in it
