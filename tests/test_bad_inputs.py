@@ -551,6 +551,7 @@ def test_public_reset_and_step_refuse_what_validate_params_refuses():
     jax.jit(env.step)(jax.random.key(0), state, acts, env.default_params())
 
 
+@pytest.mark.slow  # eager steps of every continuous env, ~15 s
 def test_nonfinite_continuous_actions_are_refused_outside_jit():
     import jax
     import jax.numpy as jnp

@@ -77,6 +77,7 @@ def test_default_fitness():
         Fitness(("nope",))(metrics)
 
 
+@pytest.mark.slow  # ~14 s
 def test_extension_parts_are_typed_and_optional(ippo):
     """An extension replaces the evaluation and the fitness; the rest stays PPO's."""
     seen = []

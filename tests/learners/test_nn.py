@@ -125,6 +125,7 @@ def test_cnn_keeps_flax_conv_parameters_and_outputs():
     np.testing.assert_allclose(np.asarray(y_new), np.asarray(y_old), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # two compiles of full networks, ~20 s
 @pytest.mark.parametrize("recurrent", [False, True])
 def test_shared_input_fuses_the_first_layers_into_one_product(recurrent):
     """With ``critic_in=None`` (IPPO) the actor's and critic's first dense layers run

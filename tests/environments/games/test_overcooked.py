@@ -232,6 +232,7 @@ def test_classic_layouts_have_jaxmarl_tiles():
 
 
 # ----------------------------------------------------------------------------- overcooked-ai
+@pytest.mark.slow  # ~14 s; the JaxMARL step-for-step checks stay in the default suite
 def test_interact_to_cook_matches_overcooked_ai():
     """``auto_cook=False`` step for step against overcooked-ai 1.1.0 from random
     mid-game states: cooks, hands, counters, pots, rewards and the lossless encoding
