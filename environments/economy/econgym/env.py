@@ -167,15 +167,22 @@ class Society(Env):
         raw = u[:, -m:]
         return idx, raw / (jnp.sum(raw, axis=1, keepdims=True) + 1e-8)
 
-    def _observe(self, state, p, wealth):
+    def _public(self, state, p):
+        """The public features in observation units (module ``obs``): ``f32[4 + 2M + 2]``."""
+        unit, m = state.money_unit, self.config.num_firms
+        public = ob.public_features(state.assets, state.e, state.alive, state.wage, state.price, state.bank_rates)
+        scale = jnp.concatenate([jnp.stack([unit, 1.0, unit, 1.0]), jnp.full((m,), unit / p.h_max),
+                                 jnp.ones((m + 2,))])
+        return public / scale
+
+    def _observe(self, state, p):
         cfg = self.config
         unit = state.money_unit
         hour_unit = unit / p.h_max
         n = jnp.sum(state.alive)
-        public = ob.public_features(wealth, state.e, state.alive, state.wage, state.price, state.bank_rates)
+        wealth = state.assets
         m = cfg.num_firms
-        scale = jnp.concatenate([jnp.stack([unit, 1.0, unit, 1.0]), jnp.full((m,), hour_unit), jnp.ones((m + 2,))])
-        public = public / scale
+        public = self._public(state, p)
         own = [state.e, wealth / unit] + ([state.age / 100.0] if cfg.olg else [])
         obs = {"household": ob.clip(jnp.concatenate([jnp.broadcast_to(public, (cfg.capacity, public.shape[0])),
                                                      jnp.stack(own, axis=1)], axis=1))}
@@ -206,9 +213,7 @@ class Society(Env):
     def global_obs(self, state, params=None):
         """The public features (module ``obs``) and the policy in force: ``f32[4 + 2M + 2 + 9]``."""
         p = self.default_params() if params is None else params
-        o = self._observe(state, p, state.assets)["household"][0]
-        n_pub = len(ob.PUBLIC) + 2 * self.config.num_firms + 2
-        return jnp.concatenate([o[:n_pub], ob.clip(state.policy)])
+        return ob.clip(jnp.concatenate([self._public(state, p), state.policy]))
 
     def _active(self, alive):
         return {r: (alive if r == "household" else jnp.ones((role.num_agents,), bool))
@@ -276,7 +281,7 @@ class Society(Env):
         info = {k: jnp.zeros((), bool if k == "illegal_action" else jnp.float32) for k in INFO_KEYS}
         info.update(gdp=gdp, gov_debt=state.gov_debt, households=jnp.asarray(n, jnp.float32),
                     price_index=state.price_index, wealth_gini=-jnp.ones(()), income_gini=-jnp.ones(()))
-        return state, self.make_timestep(self._observe(state, p, assets), active=self._active(alive), info=info)
+        return state, self.make_timestep(self._observe(state, p), active=self._active(alive), info=info)
 
     # ------------------------------------------------------------------ step
     def step_env(self, key, state: SocietyState, actions, params: SocietyParams):

@@ -218,6 +218,6 @@ def society_step(env, key, state, actions, p):
     )
     info = {k: jnp.asarray(info[k], bool if k == "illegal_action" else jnp.float32) for k in INFO_KEYS}
     return next_state, env.make_timestep(
-        env._observe(next_state, p, next_state.assets), reward=rewards, terminated=terminated,
+        env._observe(next_state, p), reward=rewards, terminated=terminated,
         truncated=t >= p.horizon, active=env._active(alive_next), info=info,
     )
