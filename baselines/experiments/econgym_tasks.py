@@ -4,13 +4,15 @@ For each task (``baselines/configs/econ/<task>.yaml``, ``environments/economy/ec
 train its learning roles with IPPO (every other role follows EconGym's rule), then
 play ``--episodes`` fresh economies with the learned policies and the same economies
 with EconGym's rule in the learners' place (``EconGymTask.rule_actions``: same reset
-keys, same shocks), and score both with the task's metric (``tasks.METRICS``: mean
+keys, same shocks; in the economy of ``EconGymTask.rule_env()``, which for
+``optimal_tax`` and ``consumption_tax`` has EconGym's Saez government), and score both with the task's metric (``tasks.METRICS``: mean
 GDP growth, mean household utility, the end-of-episode Gini or pension fund, the mean
 distance of inflation from 2%). Learned policies act by sampling, as in training.
 
     python baselines/experiments/econgym_tasks.py --out docs/figures/econgym_tasks.json
     python baselines/experiments/econgym_tasks.py --tasks optimal_tax,pension_gap --seeds 2
     python baselines/experiments/econgym_tasks.py --markdown docs/figures/econgym_tasks.json  # the results table
+    python baselines/experiments/econgym_tasks.py --tasks monopoly --out R.json --update  # redo one task's entry
 
 Other ``key=value`` arguments override every task's config (e.g. ``train.total_timesteps=80000``).
 Writes nothing before the arguments are checked; the JSON is written atomically.
@@ -43,6 +45,8 @@ def parse():
     ap.add_argument("--seeds", type=int, default=1, help="training seeds per task (default 1)")
     ap.add_argument("--episodes", type=int, default=16, help="evaluation economies per seed (default 16)")
     ap.add_argument("--out", default=None, help="write the results as JSON")
+    ap.add_argument("--update", action="store_true",
+                    help="--out exists: replace the entries of --tasks in it and keep the others")
     ap.add_argument("--markdown", default=None, metavar="JSON", help="print the results table of a JSON and exit")
     ap.add_argument("overrides", nargs="*", help="key=value config overrides for every task")
     a = ap.parse_args()
@@ -52,6 +56,8 @@ def parse():
         raise SystemExit(f"--tasks: unknown {unknown}; tasks: {sorted(TASKS)}")
     if a.seeds < 1 or a.episodes < 1:
         raise SystemExit("--seeds and --episodes must be >= 1")
+    if a.update and not (a.out and os.path.isfile(a.out)):
+        raise SystemExit("--update needs --out to name an existing results JSON")
     check_outputs(a)
     return a
 
@@ -69,24 +75,26 @@ def make_scorer(learner, metric: str, episodes: int):
     """``score(policy, key) -> (learned, rule)``: the task metric of ``episodes``
     economies played by the learned policies and by the rules, from the same keys."""
     env, agents = learner.env, learner.agents
+    rule_env = env.rule_env()  # the learners' economy, or the baseline's (e.g. with the Saez government)
     params = learner.env_params
     horizon = int(params.horizon)
     key_name, how, _ = METRICS[metric]
 
     def play(policy, key, use_rules):
+        env_ = rule_env if use_rules else env
         k_reset, k_run = jax.random.split(key)
-        state, ts = jax.vmap(env.reset, (0, None))(jax.random.split(k_reset, episodes), params)
+        state, ts = jax.vmap(env_.reset, (0, None))(jax.random.split(k_reset, episodes), params)
         hidden = agents.initial_hidden(episodes)
 
         def body(carry, k):
             state, ts, alive = carry
             k_act, k_env = jax.random.split(k)
             if use_rules:
-                actions = jax.vmap(env.rule_actions, (0, 0, 0, None))(jax.random.split(k_act, episodes), state, ts,
+                actions = jax.vmap(env_.rule_actions, (0, 0, 0, None))(jax.random.split(k_act, episodes), state, ts,
                                                                      params)
             else:
                 _, actions = agents.act_all(policy, hidden, ts.obs, ts.action_mask, k_act)
-            state, ts = jax.vmap(env.step, (0, 0, 0, None))(jax.random.split(k_env, episodes), state, actions, params)
+            state, ts = jax.vmap(env_.step, (0, 0, 0, None))(jax.random.split(k_env, episodes), state, actions, params)
             value = ts.info[key_name]
             alive = alive & ~ts.done
             return (state, ts, alive), (value, alive)
@@ -128,7 +136,13 @@ def main():
         return
     log = lambda *s: print(*s, flush=True)  # noqa: E731
     results = dict(command=" ".join(sys.argv), overrides=a.overrides, seeds=a.seeds, episodes=a.episodes, tasks={})
-    t_start = time.perf_counter()
+    if a.update:
+        with open(a.out) as f:
+            old = json.load(f)
+        if (old["seeds"], old["episodes"], old["overrides"]) != (a.seeds, a.episodes, a.overrides):
+            raise SystemExit(f"--update: {a.out} has seeds/episodes/overrides {old['seeds']}/{old['episodes']}/"
+                             f"{old['overrides']}; run with the same")
+        results = dict(old, updates=old.get("updates", []) + [" ".join(sys.argv)])
     for task in a.tasks:
         t0 = time.perf_counter()
         config = apply_overrides(read_yaml(os.path.join(CONFIGS, f"{task}.yaml")), a.overrides)
@@ -152,7 +166,7 @@ def main():
         log(f"{task:28s} {metric:13s} learned {np.mean(learned):11.4g}  rule {np.mean(rule):11.4g}  "
             f"{'learned' if better else 'rule'} better  years {np.mean(years_l):.0f}/{np.mean(years_r):.0f}  "
             f"({time.perf_counter() - t0:.0f} s)")
-    results["minutes"] = (time.perf_counter() - t_start) / 60
+    results["minutes"] = sum(r["seconds"] for r in results["tasks"].values()) / 60  # training and scoring
     results["machine"] = f"{jax.devices()[0].device_kind}, jax {jax.__version__}"
     if a.out:
         atomic_write(a.out, json.dumps(results, indent=1))

@@ -83,6 +83,7 @@ from jaxagents.core.rng import check_rng
 from jaxagents_environments.economy.econgym import households as hh
 from jaxagents_environments.economy.econgym import market as mk
 from jaxagents_environments.economy.econgym import obs as ob
+from jaxagents_environments.economy.econgym import saez
 from jaxagents_environments.economy.econgym.params import DEFAULTS, SocietyConfig, SocietyParams, SocietyState, check_params
 from jaxagents_environments.economy.econgym.step import INFO_KEYS, society_step
 
@@ -277,6 +278,7 @@ class Society(Env):
             bank_account=jnp.sum(assets), bank_profit=zero, pension_fund=jnp.asarray(1e-8, jnp.float32),
             stock_price=jnp.ones((), jnp.float32), price_index=mk.price_index(price, wage, p.epsilon),
             inflation=zero, growth=zero, money_unit=gdp / n, t=jnp.zeros((), jnp.int32),
+            saez=saez.init(p.saez_brackets.shape[0]),
         )
         info = {k: jnp.zeros((), bool if k == "illegal_action" else jnp.float32) for k in INFO_KEYS}
         info.update(gdp=gdp, gov_debt=state.gov_debt, households=jnp.asarray(n, jnp.float32),

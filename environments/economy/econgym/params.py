@@ -18,13 +18,14 @@ import numpy as np
 from flax import struct
 
 from jaxagents_environments.economy.defaults import from_defaults
+from jaxagents_environments.economy.econgym.saez import SaezState
 
 HOUSEHOLD_TYPES = ("ramsey", "olg", "ramsey_risk_invest", "olg_risk_invest")
 GOVERNMENT_TYPES = ("fiscal", "pension", "central_bank")
 BANK_TYPES = ("non_profit", "commercial")
 MARKET_TYPES = ("perfect", "monopoly", "oligopoly", "monopolistic_competition")
 OBJECTIVES = ("gdp", "gini", "social_welfare", "mean_welfare", "gdp_gini", "pension_gap")
-TAX_SCHEDULES = ("hsv", "us_federal", "none")
+TAX_SCHEDULES = ("hsv", "us_federal", "saez", "none")
 MAX_HOUSEHOLDS = 10**8
 
 
@@ -54,7 +55,11 @@ class SocietyConfig:
         objectives: ``{government type: objective}`` for ``fiscal`` and ``pension``
             (one of ``OBJECTIVES``; default ``gdp``); the central bank's is its own.
         tax_schedule: income tax of the households: ``hsv`` (the fiscal authority's
-            HSV schedule), ``us_federal`` (the 2022 US federal brackets) or ``none``.
+            HSV schedule), ``us_federal`` (the 2022 US federal brackets), ``saez``
+            (EconGym's Saez government, ``saez.py``: brackets ``params.saez_brackets``
+            whose rates it sets every ``params.saez_period`` years) or ``none``. Under
+            the last three a fiscal authority's ``tau`` and ``xi`` are not used; its
+            asset tax and spending are.
     """
 
     households: str = "ramsey"
@@ -166,6 +171,8 @@ DEFAULTS: dict[str, float | list[float] | int] = {
     "consumption_tax": 0.0,
     "estate_tax": 0.0,
     "estate_exemption": 13610000.0,
+    "saez_brackets": [0.0, 1e6, 2e6, 3e6, 4e6],
+    "saez_period": 100,
     # initial economy (US data, as EconGym)
     "real_gdp": 254746e8,
     "real_population": 333428e3,
@@ -210,7 +217,10 @@ class SocietyParams:
     ``pension_range`` ``f32[4]`` (retirement age low/high, contribution rate
     low/high); ``policy_rate``, ``reserve_ratio`` in force where no central bank acts,
     ``policy_range`` ``f32[4]`` (policy rate low/high, reserve ratio low/high);
-    ``consumption_tax``, ``estate_tax`` (rate above ``estate_exemption`` dollars).
+    ``consumption_tax``, ``estate_tax`` (rate above ``estate_exemption`` dollars);
+    the Saez government's bracket cutoffs ``saez_brackets`` ``f32[B]`` (from 0, rising;
+    EconGym's five linear brackets up to 4M dollars) and ``saez_period`` ``i32[]`` (years
+    between its rate updates, EconGym's 100).
 
     Initial economy: ``real_gdp``, ``real_population``, ``real_debt_rate`` (debt/GDP),
     ``real_total_hours`` (US totals: GDP and hours per household set the scale).
@@ -259,6 +269,8 @@ class SocietyParams:
     consumption_tax: jax.Array
     estate_tax: jax.Array
     estate_exemption: jax.Array
+    saez_brackets: jax.Array
+    saez_period: jax.Array
     real_gdp: jax.Array
     real_population: jax.Array
     real_debt_rate: jax.Array
@@ -268,7 +280,7 @@ class SocietyParams:
     @classmethod
     def make(cls, **overrides) -> "SocietyParams":
         """Params from ``DEFAULTS`` with ``overrides`` (``f32`` arrays, ``horizon`` ``i32``)."""
-        return from_defaults(cls, DEFAULTS, overrides)
+        return from_defaults(cls, DEFAULTS, overrides, integers=("horizon", "saez_period"))
 
 
 _INF = np.inf
@@ -287,7 +299,7 @@ _RANGES = {
     "reserve_ratio": (0.0, 0.999), "policy_range": (-0.5, 1.0), "consumption_tax": (0.0, 10.0),
     "estate_tax": (0.0, 1.0), "estate_exemption": (0.0, 1e15), "real_gdp": (1.0, 1e18),
     "real_population": (1.0, 1e12), "real_debt_rate": (0.0, 100.0), "real_total_hours": (1.0, 1e18),
-    "horizon": (1, 10**9),
+    "saez_brackets": (0.0, 1e15), "saez_period": (1, 10**9), "horizon": (1, 10**9),
 }
 _SHAPES = {"save_range": (2,), "price_bounds": (2,), "lending_range": (2,), "deposit_range": (2,),
            "init_fiscal": (5,), "fiscal_max": (5,), "pension_range": (4,), "policy_range": (4,)}
@@ -299,7 +311,10 @@ def check_params(params: SocietyParams) -> None:
     for name, (lo, hi) in _RANGES.items():
         v = np.asarray(getattr(params, name), np.float64)
         want = _SHAPES.get(name, ())
-        if v.shape != want:
+        if name == "saez_brackets":
+            if v.ndim != 1 or v.shape[0] < 2 or v[0] != 0 or np.any(np.diff(v) <= 0):
+                raise ValueError(f"params.saez_brackets must be >= 2 rising cutoffs from 0, got {v.tolist()}")
+        elif v.shape != want:
             raise ValueError(f"params.{name} must have shape {want}, got {v.shape}")
         if np.any(~np.isfinite(v) | (v < lo) | (v > hi)):
             raise ValueError(f"params.{name} must be finite and in [{lo}, {hi}], got {v.tolist()}")
@@ -340,7 +355,8 @@ class SocietyState:
     ``bank_view`` ``f32[2]`` (the policy rate and reserve ratio the bank last saw),
     ``bank_account``, ``bank_profit``, ``pension_fund``, ``stock_price``,
     ``price_index``, ``inflation``, ``growth``, ``money_unit`` (GDP per household at
-    reset: the unit observations measure money in), ``t`` ``i32[]``.
+    reset: the unit observations measure money in), ``t`` ``i32[]``; ``saez`` the Saez
+    government's ``SaezState`` (``saez.py``; carried, unused, under other schedules).
     """
 
     alive: jax.Array
@@ -380,3 +396,4 @@ class SocietyState:
     growth: jax.Array
     money_unit: jax.Array
     t: jax.Array
+    saez: SaezState

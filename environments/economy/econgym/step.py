@@ -17,6 +17,7 @@ from jaxagents_environments.economy.econgym import demography
 from jaxagents_environments.economy.econgym import government as gov
 from jaxagents_environments.economy.econgym import households as hh
 from jaxagents_environments.economy.econgym import market as mk
+from jaxagents_environments.economy.econgym import saez
 
 INFO_KEYS = (
     "gdp", "inflation", "growth", "price_index", "tax_revenue", "gov_spending", "gov_debt", "pension_fund",
@@ -104,10 +105,14 @@ def society_step(env, key, state, actions, p):
     income = (e * hours * wage[employer] + hh.interest(state.savings, r_d, r_l) + state.risky_income
               + p.ubi)
     income = jnp.where(alive, income, 0.0)
+    saez_state = state.saez
     if cfg.tax_schedule == "hsv":
         income_tax = hh.hsv_tax(income, tau, xi)
     elif cfg.tax_schedule == "us_federal":
         income_tax = hh.us_federal_tax(income)
+    elif cfg.tax_schedule == "saez":  # its own key: the other draws stay those of the other schedules
+        income_tax, saez_state = saez.step(jax.random.fold_in(key, 3), state.saez, state.t, income, alive,
+                                           p.saez_brackets, p.saez_period)
     else:
         income_tax = jnp.zeros((c,))
     asset_tax = jnp.where(alive, hh.hsv_tax(state.assets, tau_a, xi_a), 0.0)
@@ -198,6 +203,7 @@ def society_step(env, key, state, actions, p):
         gov_debt=debt_next, gdp=gdp, policy=policy, gov_split=split, bank_rates=jnp.stack([r_l, r_d]),
         bank_view=jnp.stack([policy_rate, reserve_ratio]), bank_account=account_next, bank_profit=bank_profit,
         pension_fund=fund, stock_price=stock_price, price_index=index, inflation=inflation, growth=growth, t=t,
+        saez=saez_state,
     )
     n_next = jnp.sum(alive_next)
     finite = jnp.all(jnp.isfinite(people["assets"])) & jnp.isfinite(debt_next) & jnp.all(jnp.isfinite(capital_next))

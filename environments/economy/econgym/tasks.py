@@ -12,8 +12,11 @@ those EconGym trains with PPO/DDPG/SAC in that file, and where it trains none (t
 question is then a comparison of settings, made in EconGym with rules everywhere) the
 authority the question is about learns here. EconGym's households are mostly its
 behaviour-cloned network (``bc``, trained on survey data); here they follow its rule
-households. Its Saez government has no counterpart yet: those tasks use the fiscal
-authority's calibrated HSV schedule as the rule.
+households. Where EconGym's government is its Saez government (``saez.py``) it is
+here too: the economy of ``asset_allocation``, ``monopoly`` and ``oligopoly``, and the
+rule baseline of ``optimal_tax`` and ``consumption_tax``, whose learning fiscal authority
+sets an HSV schedule (``Task.rule_society``: the baseline plays in the economy with
+the Saez government's brackets instead).
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ class Task:
     learner controls (every other role follows EconGym's rule); ``metric``: a key of
     ``METRICS``; ``baseline``: the rule-based comparison, in words;
     ``advance_consumption``: the rule households borrow against the future
-    (over-leveraged consumption).
+    (over-leveraged consumption); ``rule_society``: ``society`` overrides of the
+    economy the rule baseline plays in (e.g. the Saez government's brackets in place of
+    the learner's HSV schedule), empty when it is the learners' economy.
     """
 
     question: str
@@ -59,6 +64,10 @@ class Task:
     baseline: str
     params: dict = dataclasses.field(default_factory=dict)
     advance_consumption: bool = False
+    rule_society: dict = dataclasses.field(default_factory=dict)
+
+
+SAEZ = {"tax_schedule": "saez"}
 
 
 def _s(households="ramsey", governments=("fiscal",), bank="non_profit", market="perfect", n=100, **kw):
@@ -84,8 +93,8 @@ TASKS: dict[str, Task] = {
                                      params={"retire_age": 62.0, "pension_rate": 0.7}),
     # fiscal
     "consumption_tax": Task("Can a consumption tax boost growth and fairness?", "fiscal", _s(),
-                            ("fiscal",), "gdp_growth", "calibrated HSV schedule with a 7% consumption tax",
-                            params={"consumption_tax": 0.07}),
+                            ("fiscal",), "gdp_growth", "Saez government with a 7% consumption tax",
+                            params={"consumption_tax": 0.07}, rule_society=SAEZ),
     "estate_tax": Task("How does an inheritance tax shape the wealth distribution?", "fiscal",
                        _s("olg", ("fiscal",), objectives={"fiscal": "gdp_gini"}), ("fiscal",), "wealth_gini",
                        "calibrated HSV schedule with a 15% estate tax above 13.61M", params={"estate_tax": 0.15}),
@@ -94,7 +103,8 @@ TASKS: dict[str, Task] = {
                                    "calibrated HSV schedule paying 2,000 a year to everyone",
                                    params={"ubi": 2000.0}),
     "optimal_tax": Task("Which income and wealth tax maximises growth (against Saez and US brackets)?", "fiscal",
-                        _s(), ("fiscal",), "gdp_growth", "calibrated HSV schedule", params={"alpha": 0.25}),
+                        _s(), ("fiscal",), "gdp_growth", "Saez government", params={"alpha": 0.25},
+                        rule_society=SAEZ),
     "wealth_tax": Task("How does a wealth tax affect wealth concentration?", "fiscal",
                        _s(objectives={"fiscal": "gdp_gini"}), ("fiscal",), "wealth_gini",
                        "calibrated HSV income schedule with a flat 10% wealth tax",
@@ -120,9 +130,9 @@ TASKS: dict[str, Task] = {
                        _s("olg", n=1000, tax_schedule="us_federal"), ("fiscal",), "gdp_growth",
                        "US federal brackets with TFP growing twice as fast", params={"sigma_z": 0.0076}),
     "monopoly": Task("How does a monopoly affect resources and welfare?", "market",
-                     _s(bank="commercial", market="monopoly"), ("firm", "bank"), "welfare",
-                     "price at twice TFP, wage at the marginal product"),
-    "oligopoly": Task("Do learning oligopolists collude?", "market", _s(market="oligopoly", num_firms=2),
+                     _s(bank="commercial", market="monopoly", **SAEZ), ("firm", "bank"), "welfare",
+                     "price at twice TFP, wage at the marginal product, spread-setting bank"),
+    "oligopoly": Task("Do learning oligopolists collude?", "market", _s(market="oligopoly", num_firms=2, **SAEZ),
                       ("firm",), "welfare", "price at 1.35 x TFP, wage at the marginal product"),
     "monopolistic_competition": Task("How does product diversity affect welfare?", "market",
                                      _s(market="monopolistic_competition", num_firms=10, tax_schedule="us_federal"),
@@ -135,7 +145,7 @@ TASKS: dict[str, Task] = {
                             _s("olg", ("pension",), "commercial"), ("household",), "welfare",
                             "rule households (saving by age band)"),
     "asset_allocation": Task("How does allocating wealth to a risky asset affect wealth?", "individual",
-                             _s("ramsey_risk_invest", bank="commercial"), ("household",), "welfare",
+                             _s("ramsey_risk_invest", bank="commercial", **SAEZ), ("household",), "welfare",
                              "rule households (risky share 30%)"),
     "work_hard": Task("Does a long-hours work culture raise utility and output?", "individual",
                       _s("olg", n=1000), ("household",), "welfare", "rule households (half-time work on average)"),
@@ -157,7 +167,8 @@ TASKS: dict[str, Task] = {
 
 class EconGymTask(ScriptedRoles):
     """The environment of a task: ``Society`` with the task's settings, every role that
-    does not learn acting by EconGym's rule (``ScriptedRoles``).
+    does not learn acting by EconGym's rule (``ScriptedRoles``). The rule baseline is
+    ``rule_env().rule_actions``.
 
     Args:
         task: a key of ``TASKS``.
@@ -165,18 +176,21 @@ class EconGymTask(ScriptedRoles):
         learn: overrides the learning roles (a non-empty tuple of role names).
         horizon: years per episode (EconGym's 300).
         rng: as ``Society``'s.
+        rule_economy: build the economy of the rule baseline (``Task.rule_society``).
+        params: ``SocietyParams`` overrides on top of the task's (e.g. ``{"saez_period": 5}``).
     """
 
     def __init__(self, task: str = "optimal_tax", num_households: int | None = None, learn=None,
-                 horizon: int = 300, rng: str = "hash"):
+                 horizon: int = 300, rng: str = "hash", rule_economy: bool = False, params: dict | None = None):
         if task not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
         spec = TASKS[task]
-        kwargs = dict(spec.society)
+        kwargs = {**spec.society, **(spec.rule_society if rule_economy else {})}
         if num_households is not None:
             kwargs["num_households"] = num_households
         gini = METRICS[spec.metric][0] in ("wealth_gini", "income_gini")
-        env = Society(**kwargs, horizon=horizon, rng=rng, params=spec.params, inequality=gini)
+        env = Society(**kwargs, horizon=horizon, rng=rng, params={**spec.params, **dict(params or {})},
+                      inequality=gini)
         learners = tuple(spec.learn if learn is None else learn)
         unknown = [r for r in learners if r not in env.roles]
         if not learners:
@@ -187,6 +201,14 @@ class EconGymTask(ScriptedRoles):
         super().__init__(env, rule_policies(env, scripted, spec.advance_consumption))
         self.task, self.spec = task, spec
         self._learner_rules = rule_policies(env, learners, spec.advance_consumption)
+        self._rebuild = dict(task=task, num_households=num_households, learn=learn, horizon=horizon, rng=rng,
+                             params=params)
+        self.rule_economy = bool(rule_economy) or not spec.rule_society
+
+    def rule_env(self) -> "EconGymTask":
+        """The economy the rule baseline plays in (``Task.rule_society``): this env, or
+        the same task with those overrides; ``rule_actions`` is to be called on it."""
+        return self if self.rule_economy else EconGymTask(**self._rebuild, rule_economy=True)
 
     def rule_actions(self, key, state, timestep, params=None):
         """The rule baseline: what EconGym's rules would do in the learners' place,

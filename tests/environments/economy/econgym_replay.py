@@ -12,7 +12,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
-from jaxagents_environments.economy.econgym import Society, SocietyParams, SocietyState
+from jaxagents_environments.economy.econgym import Society, SocietyParams, SocietyState, saez
 from jaxagents_environments.economy.econgym import households as hh
 from jaxagents_environments.economy.econgym import market as mk
 
@@ -119,6 +119,7 @@ def initial_state(env: Society, params, rec: Record) -> SocietyState:
         stock_price=jnp.float32(rec.get("0/pre/households.stock_price")),
         price_index=jnp.float32(rec.get("0/pre/society.last_price_index")), inflation=jnp.float32(0.0),
         growth=jnp.float32(0.0), money_unit=jnp.float32(gdp / n), t=jnp.int32(0),
+        saez=saez.init(params.saez_brackets.shape[0]),
     )
 
 

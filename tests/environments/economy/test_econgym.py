@@ -30,6 +30,7 @@ from jaxagents_environments.economy.econgym import obs as ob
     (dict(objectives={"central_bank": "gdp"}), "objectives keys must be governments"),
     (dict(objectives={"fiscal": "happiness"}), "objectives\\['fiscal'\\] must be one of"),
     (dict(bank="shadow"), "bank must be one of"),
+    (dict(tax_schedule="saez_2000"), "tax_schedule must be one of"),
     (dict(horizon=0), "horizon must be an int >= 1"),
 ])
 def test_bad_config_is_one_clear_error(kwargs, match):
@@ -42,6 +43,9 @@ def test_bad_config_is_one_clear_error(kwargs, match):
     ("save_range", [0.5, -0.5], r"params.save_range must be \[low, high\]"),
     ("init_fiscal", [0.7, 0.0, 0.0, 0.0, 0.1], "must not exceed params.fiscal_max"),
     ("pension_range", [70.0, 60.0, 0.05, 0.2], "params.pension_range must be"),
+    ("saez_brackets", [1.0, 2.0, 3.0], "params.saez_brackets must be >= 2 rising cutoffs from 0"),
+    ("saez_brackets", [0.0, 5.0, 5.0], "params.saez_brackets must be >= 2 rising cutoffs from 0"),
+    ("saez_period", 0, r"params.saez_period must be finite and in"),
 ])
 def test_bad_params_are_refused(field, value, match):
     env = Society(num_households=4)

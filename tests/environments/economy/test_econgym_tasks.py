@@ -11,7 +11,7 @@ import pytest
 
 import jaxagents
 from jaxagents.cli import main as cli_main
-from jaxagents_environments.economy.econgym import Society, rules
+from jaxagents_environments.economy.econgym import Society, rules, saez
 from jaxagents_environments.economy.econgym.tasks import METRICS, TASKS, EconGymTask
 
 
@@ -40,6 +40,33 @@ def test_every_task_runs_a_few_years(task):
         state, ts = env.step(jax.random.key(t + 1), state, acts, params)
         assert all(np.all(np.isfinite(v)) for v in ts.obs.values()), f"{task}: non-finite observation"
         assert np.isfinite(float(ts.info[METRICS[TASKS[task].metric][0]]))
+
+
+@pytest.mark.slow  # one compiled 12-year rollout
+def test_saez_government_taxes_the_society():
+    """In a society with the Saez government: the rates are redrawn every
+    ``saez_period`` years until the buffer is full and then follow Saez's formula;
+    the income tax revenue is the bracket tax on the incomes."""
+    env = Society(tax_schedule="saez", num_households=150, params={"saez_period": 3})
+    p = env.default_params()
+    policies = rules.rule_policies(env)
+
+    def year(carry, key):
+        state, ts = carry
+        acts = {r: f(jax.random.fold_in(key, i), state, ts, p) for i, (r, f) in enumerate(policies.items())}
+        nxt, ts = env.step(key, state, acts, p)
+        income_tax = jnp.sum(saez.bracket_tax(nxt.income, nxt.saez.rates, p.saez_brackets))
+        return (nxt, ts), (nxt.saez.rates, jnp.sum(nxt.saez.valid), income_tax, ts.info["tax_revenue"], ts.done)
+
+    run = jax.jit(lambda k: jax.lax.scan(year, env.reset(k, p), jax.random.split(k, 12))[1])
+    rates, filled, income_tax, revenue, done = jax.device_get(run(jax.random.key(3)))
+    assert not done.any()
+    np.testing.assert_array_equal(filled, np.minimum(150 * np.arange(1, 13), saez.BUFFER))
+    changes = [t for t in range(1, 12) if not np.array_equal(rates[t], rates[t - 1])]
+    assert changes == [3, 6, 9]  # every third year; years 0 and 3 random (buffer not full), 6 and 9 Saez's
+    assert np.all((rates >= 0) & (rates <= 1))
+    # the fiscal rule's asset tax is 0 and there is no consumption tax: revenue is the income tax
+    np.testing.assert_allclose(revenue, income_tax, rtol=1e-5)
 
 
 def test_every_task_config_loads_and_names_its_task():
