@@ -5,8 +5,8 @@ train its learning roles with IPPO (every other role follows EconGym's rule), th
 play ``--episodes`` fresh economies with the learned policies and the same economies
 with EconGym's rule in the learners' place (``EconGymTask.rule_actions``: same reset
 keys, same shocks; in the economy of ``EconGymTask.rule_env()``, which for
-``optimal_tax`` and ``consumption_tax`` has EconGym's Saez government), and score both with the task's metric (``tasks.METRICS``: mean
-GDP growth, mean household utility, the end-of-episode Gini or pension fund, the mean
+``optimal_tax`` and ``consumption_tax`` has EconGym's Saez government), and score both
+with the task's metric (``tasks.METRICS``: mean GDP growth, mean household utility, the end-of-episode Gini or pension fund, the mean
 distance of inflation from 2%). Learned policies act by sampling, as in training.
 
     python baselines/experiments/econgym_tasks.py --out docs/figures/econgym_tasks.json
