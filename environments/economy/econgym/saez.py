@@ -90,13 +90,19 @@ def marginal_rate(income, rates, cutoffs):
 def push(state: SaezState, income, rate, alive) -> SaezState:
     """The buffer after appending the ``alive`` entries of ``income``, ``rate``
     ``f32[C]`` in slot order, keeping the last ``S``."""
-    inc = jnp.concatenate([state.income, income.astype(jnp.float32)])
-    rat = jnp.concatenate([state.rate, rate.astype(jnp.float32)])
-    ok = jnp.concatenate([state.valid, alive])
-    from_end = jnp.cumsum(ok[::-1])[::-1]  # 1 for the newest valid entry
-    dest = jnp.where(ok & (from_end <= BUFFER), BUFFER - from_end, BUFFER)  # BUFFER: dropped
-    put = lambda x, fill: jnp.full((BUFFER,), fill, x.dtype).at[dest].set(x, mode="drop")  # noqa: E731
-    return state.replace(income=put(inc, 0.0), rate=put(rat, 0.0), valid=put(ok, False))
+    # Entry j of the new buffer is the valid entry of rank total - S + 1 + j among the
+    # old buffer followed by the C new ones: S binary searches in the running count
+    # (not a scatter of C entries: at 10^6 households that doubled the step).
+    count = jnp.cumsum(jnp.concatenate([state.valid, alive]).astype(jnp.int32))
+    rank = count[-1] - BUFFER + 1 + jnp.arange(BUFFER)
+    pos = jnp.searchsorted(count, rank, side="left")
+    old, new = pos < BUFFER, jnp.clip(pos - BUFFER, 0, income.shape[0] - 1)
+
+    def take(buffered, fresh):
+        return jnp.where(rank >= 1, jnp.where(old, buffered[jnp.minimum(pos, BUFFER - 1)],
+                                              fresh.astype(jnp.float32)[new]), 0.0)
+
+    return state.replace(income=take(state.income, income), rate=take(state.rate, rate), valid=rank >= 1)
 
 
 def elasticity_fit(state: SaezState):
