@@ -1,13 +1,14 @@
 """EconGym's research tasks at a small budget: the learned roles against EconGym's rules.
 
-For each task (``baselines/configs/econ/<task>.yaml``, ``environments/economy/econgym/tasks.py``):
-train its learning roles with IPPO (every other role follows EconGym's rule), then
-play ``--episodes`` fresh economies with the learned policies and the same economies
-with EconGym's rule in the learners' place (``EconGymTask.rule_actions``: same reset
-keys, same shocks; in the economy of ``EconGymTask.rule_env()``, which for
-``optimal_tax`` and ``consumption_tax`` has EconGym's Saez government), and score both
-with the task's metric (``tasks.METRICS``: mean GDP growth, mean household utility, the end-of-episode Gini or pension fund, the mean
-distance of inflation from 2%). Learned policies act by sampling, as in training.
+For each task (``baselines/configs/econ/<task>.yaml``,
+``environments/economy/econgym/tasks.py``): train its learning roles with IPPO (every other
+role follows EconGym's rule), then play ``--episodes`` fresh economies with the learned
+policies and the same economies with EconGym's rule in the learners' place
+(``EconGymTask.rule_actions``: same reset keys, same shocks; in the economy of
+``EconGymTask.rule_env()``, which for ``optimal_tax`` and ``consumption_tax`` has EconGym's
+Saez government), and score both with the task's metric (``tasks.METRICS``: mean GDP growth,
+mean household utility, the end-of-episode Gini or pension fund, the mean distance of
+inflation from 2%). Learned policies act by sampling, as in training.
 
     python baselines/experiments/econgym_tasks.py --out docs/figures/econgym_tasks.json
     python baselines/experiments/econgym_tasks.py --tasks optimal_tax,pension_gap --seeds 2

@@ -40,10 +40,11 @@ A step, in EconGym's order (``households.py``, ``demography.py``, ``market.py`` 
    marginal product, and a non-profit bank's rates are the marginal product of
    capital (perfect competition) or the policy rate it last saw.
 3. Households earn wages, interest on last year's savings and last year's risky gain
-   (plus UBI), pay income and asset taxes, pay or receive pensions (overlapping
-   generations), buy goods (a firm sells ``min(demand, output)``, every buyer getting
-   the same share of its order) and carry the rest as wealth, split between deposits
-   and the risky asset.
+   (plus UBI), pay income tax (``tax_schedule``: the fiscal authority's HSV schedule,
+   the US federal brackets, or the Saez government's brackets, ``saez.py``) and asset
+   tax, pay or receive pensions (overlapping generations), buy goods (a firm sells
+   ``min(demand, output)``, every buyer getting the same share of its order) and carry
+   the rest as wealth, split between deposits and the risky asset.
 4. Overlapping generations (from the second year): everyone ages a year, deaths by
    age, estates (taxed above the exemption) go to the newborn, and
    ``floor(N birth_rate)`` households are born at ``initial_working_age``.
