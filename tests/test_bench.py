@@ -2,8 +2,10 @@
 own, usage errors in one line, help without a subcommand. Tiny sizes; speeds are
 never asserted."""
 
+import jax
 import pytest
 
+import jaxagents
 from jaxagents import bench
 from jaxagents.cli import main
 
@@ -100,3 +102,37 @@ def test_benchmark_pgx_prefix_and_errors():
     # a Kuhn hand lasts 2 or 3 moves: each env finishes 2 or 3 hands in 6 steps
     assert 4 <= row.episodes <= 6
     assert res.machine["pgx"] and "pgx " in res.table()
+
+
+def _flops(program):
+    run, args = program
+    return jax.jit(run).lower(*args).compile().cost_analysis()["flops"]
+
+
+@pytest.mark.parametrize("backend", ["jaxmarl", pytest.param("jaxagents", marks=pytest.mark.slow)])  # 14 s
+def test_timed_programs_keep_every_output(backend):
+    """Nothing a step computes is dead code in the timed program: its compiled flops are
+    those of the same program returning every step's observations and info (which
+    nothing can drop). When the JaxMARL side's observations were discarded (before
+    2026-11-28), XLA removed their computation, 19% of MPE's step (18,089 against
+    22,217 flops), and this failed (the last assert makes that case again). Flops, not
+    equality of programs: XLA may duplicate a cheap value into two fusions."""
+    from jaxagents.bench.jaxmarl import _jaxmarl_program
+    from jaxagents.bench.ours import _jaxagents_program
+
+    key = jax.random.key(0)
+    if backend == "jaxmarl":
+        pytest.importorskip("jaxmarl")
+        from jaxagents.compat.jaxmarl import make_jaxmarl
+
+        env = make_jaxmarl("MPE_simple_spread_v3")
+        program = lambda emit: _jaxmarl_program(env, 4, 3, key, emit)  # noqa: E731
+    else:
+        env = jaxagents.make("robots_navigation")
+        program = lambda emit: _jaxagents_program(env, "vec", 4, 3, key, env.default_params(), emit=emit)  # noqa: E731
+    timed, full = _flops(program(False)), _flops(program(True))
+    assert timed >= 0.99 * full, (timed, full)
+    if backend == "jaxmarl":  # the check can fail: the same step with its observations dropped
+        run, (k, state, aux, params) = program(False)
+        dropped = jax.jit(lambda k, s: run(k, s, aux, params)[1])  # only the state: obs and info are dead
+        assert dropped.lower(k, state).compile().cost_analysis()["flops"] < 0.99 * full

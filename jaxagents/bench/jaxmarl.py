@@ -24,9 +24,11 @@ from jaxagents.core.env import random_actions
 from jaxagents.core.types import Role
 
 
-def _jaxmarl_program(env, num_envs: int, steps: int, key: jax.Array):
+def _jaxmarl_program(env, num_envs: int, steps: int, key: jax.Array, emit: bool = False):
     """``(run, args)`` for ``jax.vmap(env.step)`` (JaxMARL's step, its own auto-reset
-    included) with random legal actions; args = (key, state, None, None)."""
+    included) with random legal actions; args = (key, state, (obs, info), None): the
+    observations and info of the last step are carried, so that XLA computes them as
+    it computes ours (``emit``: see ``_scan_rollout``)."""
     agents = list(env.agents)
     # Each JaxMARL agent becomes a one-agent role, so our random_actions (the sampler of
     # the jaxagents path) draws its actions: same masking rule, same distributions.
@@ -39,7 +41,7 @@ def _jaxmarl_program(env, num_envs: int, steps: int, key: jax.Array):
     shim = SimpleNamespace(roles=roles)
     all_legal = {a: jnp.ones(r.mask_shape, bool) for a, r in roles.items()}
     k_reset, k_run = jax.random.split(key)
-    _, state = jax.jit(jax.vmap(env.reset))(jax.random.split(k_reset, num_envs))
+    obs, state = jax.jit(jax.vmap(env.reset))(jax.random.split(k_reset, num_envs))
     one_state = jax.tree_util.tree_map(lambda x: x[0], state)
     mask_fn = mask_function(env, one_state, {a: r.num_actions for a, r in roles.items()}, what="benchmark_jaxmarl")
 
@@ -55,11 +57,15 @@ def _jaxmarl_program(env, num_envs: int, steps: int, key: jax.Array):
         return sample_batch(jax.random.split(k, num_envs), state)
 
     def step(k, state, aux, actions, params):
-        _, state, rewards, dones, _ = vstep(jax.random.split(k, num_envs), state, actions)
+        obs, state, rewards, dones, info = vstep(jax.random.split(k, num_envs), state, actions)
         r = sum(jnp.sum(rewards[a], dtype=jnp.float32) for a in agents)
-        return state, aux, r, jnp.sum(dones["__all__"], dtype=jnp.int32)
+        return state, (obs, info), r, jnp.sum(dones["__all__"], dtype=jnp.int32)
 
-    return _scan_rollout(sample, step, steps), (k_run, state, None, None)
+    # the info's structure: JaxMARL's reset does not return one
+    info0 = jax.tree_util.tree_map(
+        lambda x: jnp.zeros(x.shape, x.dtype),
+        jax.eval_shape(lambda k, s: vstep(jax.random.split(k, num_envs), s, sample(k, s, None))[4], k_run, state))
+    return _scan_rollout(sample, step, steps, emit), (k_run, state, (obs, info0), None)
 
 
 def _jaxmarl_label(jaxmarl_id: str, make_kwargs: dict) -> str:

@@ -37,9 +37,10 @@ def carried_timestep(env: Env, ts):
 
 
 def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.Array, params,
-                       action_rng: str = "threefry"):
+                       action_rng: str = "threefry", emit: bool = False):
     """``(run, args)`` for one of ``MODES``. ``args`` = (key, state, timestep, params),
-    every leaf with a leading ``num_envs`` axis except key and params."""
+    every leaf with a leading ``num_envs`` axis except key and params; the time step
+    (observations, info) is carried (``emit``: see ``_scan_rollout``)."""
     k_reset, k_run = jax.random.split(key)
     # Sampling from the *unwrapped* contract: random_actions reads env.roles and the
     # timestep's action masks, shape {role: [num_envs, n_role, ...]}; one batched call
@@ -68,7 +69,7 @@ def _jaxagents_program(env: Env, mode: str, num_envs: int, steps: int, key: jax.
             return state, carried_timestep(env, ts), _reward_sum(ts.reward), jnp.sum(ts.done, dtype=jnp.int32)
 
     state, ts = jax.jit(reset)(k_reset, params)
-    return _scan_rollout(sample, step, steps), (k_run, state, carried_timestep(env, ts), params)
+    return _scan_rollout(sample, step, steps, emit), (k_run, state, carried_timestep(env, ts), params)
 
 
 def _resolve_env(env_or_id, env_kwargs) -> tuple[Env, str]:

@@ -118,17 +118,22 @@ def _check_args(num_envs, steps, repeats, mode=None):
 
 
 # --------------------------------------------------------------------------- the protocol
-def _scan_rollout(sample: Callable, step: Callable, steps: int) -> Callable:
+def _scan_rollout(sample: Callable, step: Callable, steps: int, emit: bool = False) -> Callable:
     """The timed program, shared by every backend.
 
     ``sample(key, state, aux) -> actions`` and ``step(key, state, aux, actions, params)
-    -> (state, aux, reward_sum f32[], num_done i32[])`` act on the whole batch; ``aux`` is
-    whatever the sampler needs besides the state (our ``TimeStep`` with its action
-    masks; nothing for JaxMARL and pgx, whose masks are computed from the state).
+    -> (state, aux, reward_sum f32[], num_done i32[])`` act on the whole batch; ``aux``
+    carries every output of a step that is not in the state (our ``TimeStep``:
+    observations, masks, info; JaxMARL's observations and info; nothing for pgx, whose
+    observation is part of its state).
 
     The returned ``run(key, state, aux, params)`` gives back the final carry plus the
-    reward sum and the count of finished episodes: returning them keeps XLA from
-    eliminating any part of the step as dead code.
+    reward sum and the count of finished episodes. An output that reached neither the
+    carry nor the sums would be dead code that XLA removes, so that one side of a
+    comparison would not pay for it: every output stays live through the carry, and
+    ``tests/test_bench.py`` checks it, comparing each backend's program with
+    ``emit=True``, where every step's ``aux`` is also returned (so that nothing can be
+    dropped), by their compiled flops.
     """
 
     def run(key, state, aux, params):
@@ -137,11 +142,11 @@ def _scan_rollout(sample: Callable, step: Callable, steps: int) -> Callable:
             key, k_act, k_step = jax.random.split(key, 3)
             actions = sample(k_act, state, aux)
             state, aux, r, d = step(k_step, state, aux, actions, params)
-            return (key, state, aux, ret + r, eps + d), None
+            return (key, state, aux, ret + r, eps + d), (aux if emit else None)
 
         init = (key, state, aux, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
-        carry, _ = jax.lax.scan(body, init, None, length=steps)
-        return carry
+        carry, every = jax.lax.scan(body, init, None, length=steps)
+        return (carry, every) if emit else carry
 
     return run
 
