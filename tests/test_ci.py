@@ -1,5 +1,6 @@
-""".ci/run: the README's test command, then the slow suite; a red suite fails CI,
-an empty slow suite (pytest's exit status 5) does not."""
+""".ci/run: the README's test command, then the slow suite, then the documentation
+site and the smoke set on the lowest and newest versions (.ci/docs, .ci/versions); a
+red suite or check fails CI, an empty slow suite (pytest's exit status 5) does not."""
 
 import os
 import subprocess
@@ -21,13 +22,20 @@ def test_ci_runs_the_readme_test_command_then_the_slow_suite():
     assert script.index(readme_test[0]) < script.index("pytest -q -m slow")
 
 
-@pytest.mark.parametrize("fast, slow, expected", [(0, 0, 0), (0, 5, 0), (0, 1, 1), (1, 0, 1), (2, 5, 2)])
-def test_ci_exit_status(tmp_path, fast, slow, expected):
-    """The script run with a stub for the install and pytest (exit statuses given)."""
+@pytest.mark.parametrize("fast, slow, docs, versions, expected", [
+    (0, 0, 0, 0, 0), (0, 5, 0, 0, 0), (0, 1, 0, 0, 1), (1, 0, 0, 0, 1), (2, 5, 0, 0, 2),
+    (0, 0, 1, 0, 1), (0, 0, 0, 1, 1), (0, 5, 1, 1, 1),
+])
+def test_ci_exit_status(tmp_path, fast, slow, docs, versions, expected):
+    """The script run with stubs for the install, pytest and the two extra checks
+    (.ci/docs, .ci/versions; exit statuses given): each check fails the run."""
     ci = tmp_path / ".ci"
     ci.mkdir()
     body = _read(".ci/run").replace("rm -rf .venv\n", "").replace("python3 -m venv .venv && .venv/bin/pip install -e \".[test]\" && ", "")
     (ci / "run").write_text(body)
+    for name, code in (("docs", docs), ("versions", versions)):
+        (ci / name).write_text(f"#!/bin/sh\nexit {code}\n")
+        os.chmod(ci / name, 0o755)
     venv = tmp_path / ".venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python").write_text(f"#!/bin/sh\ncase \"$*\" in *'-m slow'*) exit {slow};; *) exit {fast};; esac\n")

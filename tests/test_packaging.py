@@ -40,3 +40,26 @@ def test_installed_import_names(tmp_path):
     env = {**os.environ, "ROOT": str(ROOT), "JAX_PLATFORMS": "cpu"}
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_lowest_pins_are_the_declared_lower_bounds():
+    """``.ci/lowest.txt`` (what CI's smoke set runs on) pins exactly the lower bound of
+    every dependency in ``pyproject.toml``, so the declared range starts at a tested
+    version."""
+    import re
+    import tomllib
+
+    from packaging.version import Version
+
+    declared = {}
+    for dep in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        name, low = re.match(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9][^,;\s]*)", dep).groups()
+        declared[name.lower()] = Version(low)
+    pins = {}
+    for line in (ROOT / ".ci" / "lowest.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.strip().lower()] = Version(version.strip())
+    # jaxlib is not declared (jax brings it) but must match jax's pin
+    assert pins.pop("jaxlib") == pins["jax"]
+    assert pins == declared

@@ -37,7 +37,7 @@ JSON, plots), one per backend (``ours``: ``benchmark``; ``jaxmarl``:
 ``compare_pgx``). Everything public is importable from ``jaxagents.bench``.
 """
 
-from jaxagents.bench.compare import compare, compare_pgx
+from jaxagents.bench.comparison import compare, compare_pgx
 from jaxagents.bench.jaxmarl import benchmark_jaxmarl
 from jaxagents.bench.ours import benchmark, carried_timestep
 from jaxagents.bench.pgx import PGX_PREFIX, _pgx_parts, benchmark_pgx  # noqa: F401

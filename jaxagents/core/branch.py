@@ -49,8 +49,8 @@ def cheap_branches() -> bool:
 
 def branch(pred, expensive: Callable, cheap: Callable, *operands, reduce: Callable = jnp.any,
            select: bool | None = None):
-    """``lax.cond(pred, expensive, cheap, *operands)``, one branch per ``vmap``ped
-    batch (see the module docstring). Returns the chosen side's output.
+    """``lax.cond(pred, expensive, cheap, *operands)``, one branch per batch under
+    ``vmap`` (see the module docstring). Returns the chosen side's output.
 
     ``select``: compute both sides and pick with ``jnp.where`` row by row instead of
     branching; ``None`` (default) selects exactly where ``cheap_branches()`` is False."""

@@ -83,7 +83,7 @@ def episode_metrics(traj: dict, slot_names: dict | None = None, axis_name=None) 
     """Mean return of the episodes that finished in this rollout, per role -- or per
     name in ``slot_names[role]`` (one name per agent slot; self-play names the merged
     slots after the original roles, whose returns would otherwise average to 0).
-    With ``axis_name`` the sums and counts are ``psum``ed over the data axis."""
+    With ``axis_name`` the sums and counts are summed over the data axis with ``psum``."""
     total = (lambda x: x) if axis_name is None else (lambda x: jax.lax.psum(x, axis_name))  # noqa: E731
     m = {}
     for role, tr in traj.items():

@@ -270,7 +270,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
             (``data_shards=1``) is supported.
 
     Metrics of an update (``f32[]`` each): ``loss``, ``q_taken`` (mean Q of the taken
-    actions: per agent for IQL, ``Q_tot`` for VDN/QMIX), ``td_abs`` (mean |TD error|),
+    actions: per agent for IQL, ``Q_tot`` for VDN/QMIX), ``td_abs`` (the mean absolute TD error),
     all three 0 before learning starts (``learning`` 0/1); ``epsilon``;
     ``episode_return/<role>`` and ``episodes`` of the rollout (as the PPO learners);
     ``update``, ``env_steps``.

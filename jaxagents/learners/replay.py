@@ -71,7 +71,7 @@ class Step:
 
 
 class Replay:
-    """A trajectory buffer of ``Step``s (see the module docstring).
+    """A trajectory buffer of ``Step`` records (see the module docstring).
 
     Args:
         num_envs: environments per rollout (the buffer's rows).

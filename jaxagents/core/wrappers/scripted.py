@@ -6,7 +6,7 @@ so a learner sees only the others.
 ``reward``, ``action_mask``, ``active``); ``step`` takes actions for the remaining
 roles only and fills in the scripted ones before stepping the wrapped environment.
 
-A policy is a pure, jit-able function
+A policy is a pure, jit-able function::
 
     policy(key, state, timestep, params) -> action  # [n_role, *action_shape]
 
