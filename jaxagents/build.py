@@ -1,7 +1,7 @@
 """From a checked run config to what a run trains: the environment (``make_env``:
 registered ids and ``jaxmarl:`` ids, ``env.params`` overrides checked and cast), the
-learner (``build_learner``) and, with a ``population:`` section, the population of it
-(``build``)."""
+learner (``build_learner``; FCP's second stage gets its partners read from the stage-1
+run) and, with a ``population:`` section, the population of it (``build``)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,10 @@ def build_learner(config: dict, callback=None, **kwargs):
         raise ValueError(f"train section: {e}") from None
     make = importlib.import_module(module).make_train
     try:
+        if config["learner"] == "fcp" and cfg.partners is not None:  # stage 2: the learner takes its partners as data
+            from jaxagents.runs import load_partners  # runs -> runner -> build: imported when needed
+
+            kwargs = {**kwargs, "partners": load_partners(cfg.partners, cfg.holdout)}
         return make(cfg, env, env_params=env_params, callback=callback, **kwargs)
     except ValueError as e:  # checks that need the environment (minibatches, shaped_reward, data shards)
         raise ValueError(f"train section: {e}") from None

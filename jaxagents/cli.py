@@ -237,6 +237,7 @@ def cmd_crossplay(args) -> int:
     import numpy as np
 
     from jaxagents.evaluation import crossplay as cp
+    from jaxagents.runs import load_policies
     from jaxagents.tracking import atomic_write
 
     out = args.out
@@ -246,7 +247,7 @@ def cmd_crossplay(args) -> int:
     for d in args.run_dirs:
         if not os.path.isfile(os.path.join(d, "config.yaml")):
             raise CLIError(f"{d!r} is not a run directory (no config.yaml)")
-    pol = cp.load_policies(args.run_dirs, args.members)  # checks the environments first
+    pol = load_policies(args.run_dirs, args.members)  # checks the environments first
     team = {"team": True, "row": False, "auto": pol.learner != "selfplay"}[args.score]
     res = cp.crossplay(pol.agents, pol.env, pol.params, jax.random.key(args.seed), env_params=pol.env_params,
                        episodes=args.episodes, num_steps=args.steps, seeds=args.seeds, team=team, names=pol.names,

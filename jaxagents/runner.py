@@ -183,7 +183,7 @@ def _evaluate_states(learner, state, keys) -> dict:
 def _init_states(trainer, keys):
     """Every seed's initial state; a population on a device mesh is created where it
     lives (each process builds only its own members)."""
-    sharding = trainer.state_sharding(seed_axis=True) if _is_population(trainer) else None
+    sharding = trainer.state_sharding(seed_axis=True) if is_population(trainer) else None
     return jax.jit(jax.vmap(trainer.init), out_shardings=sharding)(keys)
 
 
@@ -227,7 +227,9 @@ def _check_memory(learner, keys, quiet: bool) -> None:
               + "; the update needs more (the rollout), and compiling it may take minutes")
 
 
-def _is_population(trainer) -> bool:
+def is_population(trainer) -> bool:
+    """Whether ``trainer`` (what ``build`` returns) is a ``Population`` of a learner
+    rather than the learner itself."""
     from jaxagents.population import Population
 
     return isinstance(trainer, Population)
@@ -235,7 +237,7 @@ def _is_population(trainer) -> bool:
 
 def _rows(trainer, metrics: dict, S: int) -> tuple[list[dict], list[dict]]:
     """A segment's metrics as ``metrics.jsonl`` rows (and population rows)."""
-    if _is_population(trainer):
+    if is_population(trainer):
         from jaxagents.population import report
 
         return report.metrics_rows(metrics, S)
@@ -265,7 +267,7 @@ def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
     metrics = {k: v for k, v in gather(evaluate(state0, keys)).items() if k in logged}
     if not metrics:
         return []
-    if _is_population(learner):  # [S, P]: the population's mean, as in its later rows
+    if is_population(learner):  # [S, P]: the population's mean, as in its later rows
         metrics = {k: np.nanmean(np.asarray(v, np.float64), axis=-1) for k, v in metrics.items()}
     zeros = np.zeros((S, 1))
     return tracking.rows_from_metrics({"update": zeros, "env_steps": zeros, **metrics}, S)
@@ -297,7 +299,7 @@ def _record_placement(trainer, run_dir: str, quiet: bool, restored: int | None) 
     """Say where a population's members go -- printed at start, and one line per
     start (a resume may run on other devices) appended to ``placement.jsonl`` -- and
     warn when the size leaves devices idle (``population.config.placement``)."""
-    info = getattr(trainer, "placement", None) if _is_population(trainer) else None
+    info = getattr(trainer, "placement", None) if is_population(trainer) else None
     if info is None:
         return
     if not quiet:
@@ -446,7 +448,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
         try:
             tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
             sinks = tracking.make_sinks(config["log"], run_dir, config)
-            if _is_population(learner):
+            if is_population(learner):
                 from jaxagents.population import report
 
                 members_sink = tracking.JsonlSink(os.path.join(run_dir, report.POPULATION_FILE))
@@ -495,7 +497,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
                     members_sink.write(member_rows)
             except OSError as e:  # resuming drops rows past the last checkpoint (and a half-written line)
                 raise _write_failed(e, f"the metrics of updates up to {done}", metrics_path, run_dir, restored) from None
-            diverged = _divergence(rows, state.members.params if _is_population(learner) else state.params)
+            diverged = _divergence(rows, state.members.params if is_population(learner) else state.params)
             if diverged:
                 break
             try:
@@ -563,7 +565,7 @@ def _finish(results: dict, config: dict, learner, run_dir: str, quiet: bool) -> 
     results["env_steps"] = rows[-1]["env_steps"] if rows else 0
     results["start"] = {k: v for k, v in rows[0].items() if k.startswith("eval/") and not k.endswith("@seeds")} if rows and rows[0]["update"] == 0 else {}
     results["final"] = final_metrics(rows)
-    if _is_population(learner):
+    if is_population(learner):
         from jaxagents.population import report
 
         prow = report.read(run_dir)
@@ -651,7 +653,7 @@ def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str | Non
     S = config["num_seeds"]
     metrics = _evaluate_states(learner, state, jax.random.split(jax.random.key(seed), S))
     per_member = None
-    if _is_population(learner):
+    if is_population(learner):
         arrays = {k: np.asarray(v, np.float64).reshape(S, -1) for k, v in metrics.items()}  # [S, P]
         if member == "all":
             per_member = {k: np.mean(a, 0).tolist() for k, a in arrays.items()}

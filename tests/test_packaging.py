@@ -25,6 +25,42 @@ def test_jaxagents_imports_no_environment():
     assert not offenders, offenders
 
 
+# the top of jaxagents: reading and writing runs, configs, the command line
+TOP_LEVEL = ("runner", "runs", "build", "config", "cli", "cli_train", "rundir", "results", "preemption", "checkpoint")
+LIBRARY = ("core", "nn", "learners", "evaluation", "population", "bench", "compat", "advantages.py")
+
+
+def _jaxagents_imports(path: Path) -> list[str]:
+    """Every ``jaxagents`` module ``path`` imports, at its top or inside a function."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+            if node.module == "jaxagents":  # from jaxagents import runner
+                found += [f"jaxagents.{a.name}" for a in node.names]
+    return [m for m in found if m.split(".")[0] == "jaxagents"]
+
+
+def test_library_layers_never_reach_up():
+    """Learners, evaluators, populations and the environment contract take data and
+    never import the modules that read run directories or configs, not even inside a
+    function (the partners of FCP and the policies of cross-play come through
+    ``jaxagents.runs``); ``jaxagents.core`` imports nothing but itself."""
+    offenders = []
+    for part in LIBRARY:
+        paths = [ROOT / "jaxagents" / part] if part.endswith(".py") else (ROOT / "jaxagents" / part).rglob("*.py")
+        for path in paths:
+            for module in _jaxagents_imports(path):
+                parts = module.split(".")
+                upward = len(parts) > 1 and parts[1] in TOP_LEVEL
+                outside_core = part == "core" and parts[:2] != ["jaxagents", "core"]
+                if upward or outside_core:
+                    offenders.append(f"{path.relative_to(ROOT)}: {module}")
+    assert not offenders, offenders
+
+
 def test_installed_import_names(tmp_path):
     code = (
         "import importlib.util as u, os\n"

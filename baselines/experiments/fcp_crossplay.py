@@ -34,6 +34,7 @@ def main(argv=None) -> int:
     from jaxagents import runner
     from jaxagents.evaluation import crossplay as cp
     from jaxagents.evaluation import intervals
+    from jaxagents.runs import load_policies
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("exp", nargs=1, help="the experiment directory (EXP/partners, EXP/fcp)")
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"the FCP runs {runs} hold out different partners: {sorted(holdouts)}")
         (holdout,) = holdouts
         dirs += [os.path.join(e, "partners")] + [os.path.join(e, r) for r in runs]
-    pol = cp.load_policies(dirs)
+    pol = load_policies(dirs)
     M = sum(1 for n in pol.names if n.startswith("partners"))
     kinds, short = [], []  # partners run: the last `holdout` members are held out
     sp_i = ho_i = f_i = 0

@@ -29,7 +29,6 @@ off-diagonal (cross-play) with IQMs and bootstrap intervals (``CrossPlay.summary
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import jax
 import jax.numpy as jnp
@@ -268,14 +267,15 @@ def heatmap(result: CrossPlay, path: str, title: str | None = None) -> None:
     atomic_write(path, buf.getvalue())
 
 
-# --------------------------------------------------------------------------- runs
+# --------------------------------------------------------------------------- what to play
 
 
 @dataclasses.dataclass(frozen=True)
 class Policies:
-    """Policies loaded from run directories: ``params`` stacked ``[K]``, their
-    ``names``, and what plays them (``agents``, ``env``, ``env_params``, the first
-    run's); ``learner`` is the runs' learner name (``selfplay``, ``ippo``...)."""
+    """Policies to cross-play: ``params`` stacked ``[K]``, their ``names``, and what
+    plays them (``agents``, ``env``, ``env_params``); ``learner`` is the name of the
+    learner that trained them (``selfplay``, ``ippo``...). ``jaxagents.runs.load_policies``
+    reads them from run directories."""
 
     params: dict
     names: tuple[str, ...]
@@ -283,57 +283,3 @@ class Policies:
     env: object
     env_params: object
     learner: str
-
-
-def check_same_environment(configs: dict) -> None:
-    """One-line ``ValueError`` unless every run (``{run_dir: config}``) has the same
-    environment (id, kwargs, params) and learner."""
-    (first, cfg0), *rest = configs.items()
-    for run, cfg in rest:
-        for key in ("env", "learner"):
-            if cfg[key] != cfg0[key]:
-                raise ValueError(f"runs differ in {key}: {first} has {cfg0[key]!r}, {run} has {cfg[key]!r}; "
-                                 f"cross-play needs one environment and one kind of policy")
-
-
-def load_policies(run_dirs, members: str = "all") -> Policies:
-    """The final policy of every seed of every run in ``run_dirs`` (the newest
-    checkpoint, through ``runner.restore``); for a population run every member
-    (``members="all"``) or each seed's best member (``"best"``). The environments
-    are checked before any checkpoint is read."""
-    from jaxagents import runner
-
-    if members not in ("all", "best"):
-        raise ValueError(f"--members must be 'all' or 'best', got {members!r}")
-    if not run_dirs:
-        raise ValueError("cross-play needs at least one run directory")
-    configs = {d: runner.read_run_config(d) for d in run_dirs}
-    check_same_environment(configs)
-    if members == "best" and all(c.get("population") is None for c in configs.values()):
-        raise ValueError("--members best applies to population runs only; none of the runs is one: drop --members")
-    params, names, first = [], [], None
-    for d in run_dirs:
-        _, trainer, state, step = runner.restore(d)
-        label = os.path.basename(os.path.normpath(d))
-        if runner._is_population(trainer):
-            learner, p = trainer.learner, state.members.params  # [S, P, ...]
-            S, P = num_policies(p), int(jax.tree.leaves(p)[0].shape[1])
-            if members == "best":
-                best = np.asarray(jax.jit(jax.vmap(trainer.best))(state))
-                params.append(jax.tree.map(lambda x: x[np.arange(S), best], p))
-                names += [f"{label}/s{s}/m{best[s]}" for s in range(S)]
-            else:
-                params.append(jax.tree.map(lambda x: x.reshape(S * P, *x.shape[2:]), p))
-                names += [f"{label}/s{s}/m{m}" for s in range(S) for m in range(P)]
-        else:
-            learner, p = trainer, state.params  # [S, ...]
-            S = num_policies(p)
-            params.append(p)
-            names += [label] if S == 1 else [f"{label}/s{s}" for s in range(S)]
-        first = first or (learner, runner.read_run_config(d)["learner"])
-    shapes = [jax.tree.map(lambda x: x.shape[1:], p) for p in params]
-    if any(jax.tree.structure(s) != jax.tree.structure(shapes[0]) or s != shapes[0] for s in shapes):
-        raise ValueError("the runs' networks differ (parameter shapes); cross-play needs policies of one architecture")
-    stacked = jax.tree.map(lambda *x: jnp.concatenate([jnp.asarray(a) for a in x]), *params)
-    learner, name = first
-    return Policies(stacked, tuple(names), learner.agents, learner.env, learner.env_params, name)

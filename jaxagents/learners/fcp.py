@@ -131,21 +131,6 @@ def view(env):
     return merge(env)
 
 
-def load_partners(run_dir: str, holdout: int) -> Partners:
-    """A stage-1 run's partners (its newest checkpoint): every seed's members in
-    order, the first ``M - holdout`` partners' snapshots flattened into the pool, the
-    last ``holdout`` partners' final parameters held out."""
-    from jaxagents import runner
-
-    config, trainer, state, _ = runner.restore(run_dir)
-    if config["learner"] != "fcp" or config["train"].get("partners") is not None:
-        raise ValueError(f"partners={run_dir!r} must be a stage-1 fcp run (learner: fcp, train.partners: null), "
-                         f"got learner {config['learner']!r} with partners={config['train'].get('partners')!r}")
-    population = runner._is_population(trainer)
-    members = state.members if population else state
-    return partners_from(members.extra.params, members.params, 2 if population else 1, holdout, run_dir)
-
-
 def partners_from(snapshots: dict, final: dict, lead: int, holdout: int, where: str = "the partners") -> Partners:
     """``Partners`` from stage-1 states: ``snapshots`` ``{role: [*lead, K, ...]}``
     and ``final`` params ``{role: [*lead, ...]}``, ``lead`` leading partner axes
@@ -198,7 +183,8 @@ def make_train(config: FCPConfig, env, *, env_params=None, callback=None, data_a
                data_shards: int = 1, partners: Partners | None = None) -> Learner:
     """Stage 1 (``config.partners is None`` and no ``partners``) or stage 2 of FCP on
     ``env`` (see the module docstring). ``partners``: stage 2's ``Partners`` given
-    directly instead of loaded from ``config.partners``. ``TrainState.extra`` is a
+    as data (``jaxagents.runs.load_partners`` reads them from ``config.partners``, the
+    stage-1 run; ``jaxagents.build`` does so for a run config). ``TrainState.extra`` is a
     ``Snapshots`` (stage 1) or ``Partners`` (stage 2)."""
     cfg = config
     env_params = env.default_params() if env_params is None else env_params
@@ -225,7 +211,9 @@ def make_train(config: FCPConfig, env, *, env_params=None, callback=None, data_a
     # ---- stage 2: the FCP agent, a best response to the frozen pool
     if cfg.ppo.network.recurrent:
         raise ValueError("fcp partners need a feed-forward network (ppo.network.recurrent=False)")
-    partners = load_partners(cfg.partners, cfg.holdout) if partners is None else partners
+    if partners is None:  # the learner reads no files: the caller loads the stage-1 run
+        raise ValueError(f"partners={cfg.partners!r}: stage 2 takes its partners as data; load them with "
+                         "jaxagents.runs.load_partners (jaxagents.build does) or build them with partners_from")
     _check_partners(partners, agents)
     n = played.roles[role].num_agents
     E = cfg.ppo.num_envs

@@ -209,3 +209,12 @@ def test_without_heldout_partners_ppo_evaluates(stage1):
     assert partners.heldout is None and jax.tree.leaves(partners.pool)[0].shape[0] == 3 * len(SNAPS)
     learner = fcp.make_train(fcp.FCPConfig(ppo=TINY_PPO, partners="in-memory"), env, partners=partners)
     assert learner.fitness.names == ("episode_return/agents",)
+
+
+def test_stage_two_takes_its_partners_as_data():
+    """The learner reads no run directory: given only ``config.partners`` it names the
+    loader (``jaxagents.runs.load_partners``, which ``jaxagents.build`` calls)."""
+    cfg = fcp.FCPConfig(ppo=TINY_PPO, partners="runs/stage1")
+    with pytest.raises(ValueError, match=r"partners='runs/stage1'.*jaxagents\.runs\.load_partners") as e:
+        fcp.make_train(cfg, jaxagents.make("coordination"))
+    assert "\n" not in str(e.value)
