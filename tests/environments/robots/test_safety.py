@@ -293,7 +293,10 @@ def test_filter_runs_the_dual_iterations_of_the_spec(n):
         assert abs(float(res) - ref_res) < 2e-5, (m, float(res), ref_res)
         np.testing.assert_allclose(lam, ref_lam, atol=1e-3 * max(1.0, np.abs(ref_lam).max()), err_msg=f"problem {m}")
         for got, single in zip(batched, (out, lam, res)):
-            np.testing.assert_allclose(np.asarray(got)[m], single, atol=1e-6, err_msg=f"problem {m}: batch")
+            # the batched and the single program may round differently (float32): jax 0.7's
+            # differ by 1.8e-6 on a value of 1.28 where 0.10's agree to 1e-6
+            np.testing.assert_allclose(np.asarray(got)[m], single, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"problem {m}: batch")
         moved += ref_res > 0 or np.any(ref_lam > 0)
     assert moved >= 4  # the pair rows bind in several problems: the iterations had work to do
 
