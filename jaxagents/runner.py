@@ -602,7 +602,7 @@ def restore(run_dir: str):
 def checkpoints(run_dir: str):
     """Every checkpoint of a run, oldest first: ``(config, learner, [(update, state),
     ...])``, each ``state`` as ``restore``'s (read only; for analyses over a run's
-    history, e.g. ``baselines/experiments/checkpoint_mixture.py``). The states are
+    history, e.g. ``experiments/checkpoint_mixture.py``). The states are
     restored lazily, one per iteration of the returned generator."""
     config = read_run_config(run_dir)
     directory = os.path.join(run_dir, "checkpoints")

@@ -71,13 +71,13 @@ def pytest_runtest_makereport(item, call):
                        f"(tests/conftest.py): install what it needs (the test extra) or fix the test")
 
 
-# Scripts under baselines/experiments/ are not a package: tests load one by path.
+# Scripts under experiments/ are not a package: tests load one by path.
 _EXPERIMENTS = os.path.join(os.path.dirname(__file__), "..", "baselines", "experiments")
 
 
 @pytest.fixture(scope="session")
 def experiment_script():
-    """``experiment_script("estimators")`` -> baselines/experiments/estimators.py as a module
+    """``experiment_script("estimators")`` -> experiments/estimators.py as a module
     named ``estimators_script`` (registered in ``sys.modules``, where dataclasses look their
     module up; a script parses its arguments only under ``__main__``)."""
 

@@ -45,7 +45,7 @@ from jaxagents.bench.protocol import DEFAULT_NUM_ENVS, MODES, _measure, machine_
 from jaxagents.bench.results import BenchResult, BenchRow, CompareResult
 from jaxagents.compat.jaxmarl.make import JAXMARL_PREFIX
 
-# _measure (baselines/experiments/economy_throughput.py times its own program with it)
+# _measure (experiments/economy_throughput.py times its own program with it)
 # and _pgx_parts (tests) stay reachable as bench._measure / bench._pgx_parts.
 
 __all__ = [

@@ -9,7 +9,7 @@ at all. Cross-entropy on sampled (observation, action) pairs fits exactly such a
 average: the samples weight each state by how often it was visited. With a constant
 step size the network follows a recency-weighted average of recent iterates (a window
 of roughly ``1 / lr`` updates for SGD-like steps), not the uniform average over all of
-training; baselines/experiments/leduc_exact_dynamics.py (``--average visit``) measures
+training; experiments/leduc_exact_dynamics.py (``--average visit``) measures
 what such averages are worth with exact dynamics.
 
 The network is the learner's own (``Agents``: the same architecture and torso; its critic

@@ -1,4 +1,4 @@
-"""baselines/experiments/checkpoint_mixture.py on a tiny Kuhn self-play run: a mixture
+"""experiments/checkpoint_mixture.py on a tiny Kuhn self-play run: a mixture
 of one checkpoint is that checkpoint, the mixture of all of them is the behavioural
 mixture of their tables, and the JSON holds what was printed."""
 

@@ -1,4 +1,4 @@
-"""baselines/experiments/estimators.py: reading metrics, final values and intervals on a
+"""experiments/estimators.py: reading metrics, final values and intervals on a
 tiny synthetic run, and the exact tic-tac-toe self-play measure on the uniform policy."""
 
 import json

@@ -1,4 +1,4 @@
-"""baselines/experiments/jaxmarl_qlearning.py: the reward wrappers of its SMAX path (JaxMARL's
+"""experiments/jaxmarl_qlearning.py: the reward wrappers of its SMAX path (JaxMARL's
 reward scale, the win indicator), the report's win-rate columns, and (slow) a tiny SMAX 3m run
 of our side that checks the win rate against the returns of the same greedy episodes."""
 

@@ -1,4 +1,4 @@
-"""baselines/experiments/leduc_exact_dynamics.py on Kuhn poker's small tree: reach
+"""experiments/leduc_exact_dynamics.py on Kuhn poker's small tree: reach
 probabilities, the self-play gradient against finite differences of each player's
 objective, and the tabular dynamics lowering exploitability."""
 

@@ -1,4 +1,4 @@
-"""baselines/experiments/time_to_threshold.py: the episode-weighted window mean, the
+"""experiments/time_to_threshold.py: the episode-weighted window mean, the
 first env step at the threshold, and the command line on synthetic curves."""
 
 import json

@@ -1,4 +1,4 @@
-"""baselines/experiments/gtb_planner.py: the arms' configs, the intervals, the final
+"""experiments/gtb_planner.py: the arms' configs, the intervals, the final
 curriculum params used for scoring, and (slow) the whole pipeline at a tiny size."""
 
 import json

@@ -396,7 +396,7 @@ def test_random_policies_never_collide_long(n, mode, hold, num_envs, steps):
 def test_robust_barrier_per_tick_never_collides():
     """The robust option (JaxRobotarium's rows, no guard), recomputed every tick: no
     collision at any tick, every filtering within its tolerance (the 10^5-step report is
-    baselines/experiments/robots_filter_report.py)."""
+    experiments/robots_filter_report.py)."""
     env = Navigation(num_robots=4, barrier="robust", metrics="tick", filter_iters=200)
     info, poses = _rollout_fn(env, 64, 100)(jax.random.key(5))
     assert int(np.sum(info["collisions"])) == 0 and float(np.min(info["min_distance"])) >= 0.135

@@ -16,7 +16,7 @@ called alternately (ours/theirs, small/large) REPS times. The time of one update
 (large - small) / U, which cancels the one-off initialisation. Wall-clock and process
 CPU time are both reported (CPU time is far less sensitive to other load).
 
-    python baselines/experiments/ippo_throughput.py --jaxmarl-ref DIR [--updates 20] [--reps 5] [--vmap P] [--split-epochs]
+    python experiments/ippo_throughput.py --jaxmarl-ref DIR [--updates 20] [--reps 5] [--vmap P] [--split-epochs]
 
 ``--vmap P``: both programs under ``jax.vmap`` over P seeds, as JaxMARL's ``main`` runs
 its ``make_train`` (``NUM_SEEDS = P``) and as ``Population`` runs P members; env-steps/s
@@ -52,7 +52,7 @@ p.add_argument("--split-epochs", action="store_true", help="also time 1-epoch pr
 args = check_outputs(p.parse_args())
 sys.path.insert(0, args.jaxmarl_ref)
 STEPS = 16 * 128  # env steps per update (NUM_ENVS x NUM_STEPS)
-CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "ippo_overcooked_cramped_room.yaml")
+CONFIG = os.path.join(os.path.dirname(__file__), "..", "baselines", "configs", "ippo_overcooked_cramped_room.yaml")
 
 
 EPOCHS = 4  # both recipes' update epochs

@@ -24,9 +24,9 @@ very schedule. Score: equality x productivity of total coin at the end of an epi
 (the planner's objective, ``(1 - Gini) * mean coin``), on fresh maps (64 episodes per
 seed), as a mean over seeds with a 95% t-interval.
 
-    python baselines/experiments/gtb_planner.py --out docs/figures/gtb_planner.json \
+    python experiments/gtb_planner.py --out docs/figures/gtb_planner.json \
         --plot docs/figures/gtb_planner.png
-    python baselines/experiments/gtb_planner.py --replot docs/figures/gtb_planner.json docs/figures/gtb_planner.png
+    python experiments/gtb_planner.py --replot docs/figures/gtb_planner.json docs/figures/gtb_planner.png
 
 Other ``key=value`` arguments override the config (e.g. ``train.total_timesteps=64000``).
 """
@@ -53,7 +53,7 @@ from jaxagents_environments.economy import policies
 from jaxagents_environments.economy.gtb.dynamics import marginal_rates
 from jaxagents_environments.economy.gtb.params import US_FEDERAL_RATES_2018
 
-CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "ippo_gtb_planner.yaml")
+CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "ippo_gtb_planner.yaml")
 ARMS = ("free market", "US federal", "Saez", "best flat", "best 7-bracket", "learned planner")
 SEARCHED = ("Saez", "best flat", "best 7-bracket")  # the arms that need the schedule search
 T_95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57}  # two-sided 95% t quantiles by degrees of freedom

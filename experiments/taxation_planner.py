@@ -22,9 +22,9 @@ return (the planner's return: the sum over periods of the period's mean welfare)
 ``num_periods x`` their per-step welfare; those returns are drawn as reference lines on
 the planner's learning curve.
 
-    python baselines/experiments/taxation_planner.py --run-dir runs/taxation \
+    python experiments/taxation_planner.py --run-dir runs/taxation \
         --out docs/figures/taxation_planner.json --plot docs/figures/taxation_planner.png
-    python baselines/experiments/taxation_planner.py --run-dir runs/taxation --eval-only ...
+    python experiments/taxation_planner.py --run-dir runs/taxation --eval-only ...
 
 ``--eval-only`` evaluates an existing run directory without training, ``--replot
 RESULT.json OUT.png`` redraws the figure from a saved ``--out``; other
@@ -45,7 +45,7 @@ from jaxagents_environments.economy import metrics, policies
 from jaxagents_environments.economy.labour import worker_utility
 from jaxagents import runner
 
-CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "ippo_taxation.yaml")
+CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "ippo_taxation.yaml")
 
 
 def parse():

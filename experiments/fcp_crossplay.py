@@ -14,7 +14,7 @@ Intervals: stratified bootstrap (``evaluation.intervals``) over the agents of an
 (rows; the FCP arm has one per FCP run) with the held-out partners x evaluation
 seeds as the tasks.
 
-    python baselines/experiments/fcp_crossplay.py EXP [--episodes 16] [--seeds 2]
+    python experiments/fcp_crossplay.py EXP [--episodes 16] [--seeds 2]
         [--steps 400] [--fcp fcp,fcp3] [--out docs/figures/fcp_coordination_ring.png] [--json OUT.json]
 """
 

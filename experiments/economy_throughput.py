@@ -16,7 +16,7 @@ median of the timed runs) for
 Agent-steps count the N workers and the planner. Memory per agent is the bytes of
 the batched state plus time step divided by the agents.
 
-    python baselines/experiments/economy_throughput.py --sizes 1000 10000 100000 1000000 \
+    python experiments/economy_throughput.py --sizes 1000 10000 100000 1000000 \
         --economies 1024 --small-n 100 --steps 104 [--action-rng hash] [--out throughput.json]
 """
 

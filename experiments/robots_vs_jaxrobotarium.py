@@ -34,7 +34,7 @@ JaxRobotarium's code is not part of this repository. Get it (both public) and po
         robotarium_python_simulator/rps_jax experiments_tmp/jaxrobotarium/
     .venv/bin/pip install jaxopt   # their barrier's QP solver (not a jaxagents dependency)
 
-    python baselines/experiments/robots_vs_jaxrobotarium.py --robots 3 4 --num-envs 1 64 1024 \\
+    python experiments/robots_vs_jaxrobotarium.py --robots 3 4 --num-envs 1 64 1024 \\
         --modes off-hold off-tick on-hold on-tick --repeats 5 --json experiments_tmp/robots_vs_jr.json
 
 The submodule commit JaxRobotarium pins (335fde9) is not public; its ``master`` solves the
@@ -60,7 +60,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
 from jaxagents_environments.robots import Navigation  # noqa: E402

@@ -6,10 +6,10 @@
 # slow step cannot eat the ones after it; every step appends to OUTDIR/gpu_figures.log and
 # writes what it measured as it goes (a step cut short keeps its finished rows).
 #
-#   bash baselines/experiments/gpu_figures.sh OUTDIR JAXMARL_REF [QUICK]
+#   bash experiments/gpu_figures.sh OUTDIR JAXMARL_REF [QUICK]
 #
 # OUTDIR       where the logs and JSON go
-# JAXMARL_REF  folder with the adapted ippo_ff_overcooked.py (baselines/experiments/ippo_throughput.py)
+# JAXMARL_REF  folder with the adapted ippo_ff_overcooked.py (experiments/ippo_throughput.py)
 # QUICK=1      tiny sizes, to check the script itself on a CPU before a GPU is spent on it
 # Environment: BUDGET (seconds for the whole script, default 560), PYTHON (default python3).
 #
@@ -64,7 +64,7 @@ grep -q "^sum 45.0" "$LOG" || { echo "imports failed: stopping" | tee -a "$LOG";
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv | tee -a "$LOG"
 
 # (2) population throughput against JaxMARL (the issue-17 figure)
-step population 270 150 -- "$PY" baselines/experiments/population_throughput.py --jaxmarl-ref "$REF" \
+step population 270 150 -- "$PY" experiments/population_throughput.py --jaxmarl-ref "$REF" \
   --sizes "$SIZES" --updates "$UPD" --base-updates "$BASE" --reps "$REPS" --reps-large 2 \
   --which ours,jaxmarl --ready-calls 10 --json "$OUT/population_gpu.json"
 

@@ -28,12 +28,12 @@ This script follows that gradient exactly, three ways:
 Exact exploitability (``jaxagents.evaluation.exploitability``) is printed ``--points`` times
 and written as JSON (``--out``); ``--plot`` draws every JSON given to it.
 
-    python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 4000 --out t.json
-    python baselines/experiments/leduc_exact_dynamics.py network --tau 0.3 --lr 0.05 --iters 2000 --out n.json
-    python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.05 --lr 3 --iters 5000 --average own
-    python baselines/experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 8000 --magnet-every 1000
-    python baselines/experiments/leduc_exact_dynamics.py fit --tau 0.3 --lr 10 --iters 1500 --out f.json
-    python baselines/experiments/leduc_exact_dynamics.py plot t.json n.json f.json --fig FIG.png
+    python experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 4000 --out t.json
+    python experiments/leduc_exact_dynamics.py network --tau 0.3 --lr 0.05 --iters 2000 --out n.json
+    python experiments/leduc_exact_dynamics.py tabular --tau 0.05 --lr 3 --iters 5000 --average own
+    python experiments/leduc_exact_dynamics.py tabular --tau 0.3 --lr 10 --iters 8000 --magnet-every 1000
+    python experiments/leduc_exact_dynamics.py fit --tau 0.3 --lr 10 --iters 1500 --out f.json
+    python experiments/leduc_exact_dynamics.py plot t.json n.json f.json --fig FIG.png
 """
 
 from __future__ import annotations

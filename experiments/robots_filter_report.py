@@ -11,7 +11,7 @@ end of each step (its own check), and the smallest end-of-step distance is taken
 poses. Residual: the largest violation of the filter's own pair rows left by its QP
 (m/s; for the robust option, of the robust rows), per filtering; iterations: per filtering.
 
-    python baselines/experiments/robots_filter_report.py --robots 4 --num-envs 1024 --steps 98 \\
+    python experiments/robots_filter_report.py --robots 4 --num-envs 1024 --steps 98 \\
         --controls hold tick --json experiments_tmp/robots_filter_report.json
 
 JaxRobotarium (``--jaxrobotarium``, as in ``robots_vs_jaxrobotarium.py``) is optional:
@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

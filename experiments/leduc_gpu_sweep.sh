@@ -8,7 +8,7 @@
 # every checkpoint (every 500 updates), so a run cut short keeps its finished chunks.
 # Before the sweep, one run alone gives the device's self-play throughput (BENCHMARKS.md).
 #
-#   bash baselines/experiments/leduc_gpu_sweep.sh OUTDIR SET [QUICK]
+#   bash experiments/leduc_gpu_sweep.sh OUTDIR SET [QUICK]
 #
 # OUTDIR  where runs.tgz (every run's evaluation rows of metrics.jsonl, config and log) and
 #         sweep.log go

@@ -19,7 +19,7 @@ Sources:
 * ``--curve LABEL=JSON``: ``{"env_step": [...], "return": [...]}`` (optionally
   ``"episodes": [...]``), e.g. JaxMARL's ``returned_episode_returns`` per update.
 
-    python baselines/experiments/time_to_threshold.py --threshold 200 --window 100000 \\
+    python experiments/time_to_threshold.py --threshold 200 --window 100000 \\
         --run "IPPO (ours)=runs/ippo_cramped" --curve "IPPO (JaxMARL)=jaxmarl_ippo.json" \\
         --rate "IPPO (ours)=20345" --rate "IPPO (JaxMARL)=20652" --out ttt.png --json ttt.json
 """

@@ -15,7 +15,7 @@ game's exact evaluation (``env.exact_evaluation``: Kuhn poker, Leduc hold'em):
 
     jaxagents train baselines/configs/selfplay_leduc_sgd.yaml checkpoint_every=100 keep_checkpoints=100 \\
         --run-dir runs/leduc
-    python baselines/experiments/checkpoint_mixture.py runs/leduc --last 0.5 0.25 --out mixture.json
+    python experiments/checkpoint_mixture.py runs/leduc --last 0.5 0.25 --out mixture.json
 
 Prints one table per run; ``--out`` writes every number as JSON.
 """

@@ -8,7 +8,7 @@ inside the call, so use enough updates for it not to matter (the default 40 is f
 for self-play and small PPO configs). Prints wall-clock and process CPU time per
 update (best and median) and env-steps/s.
 
-    python baselines/experiments/train_throughput.py baselines/configs/selfplay_kuhn.yaml \
+    python experiments/train_throughput.py baselines/configs/selfplay_kuhn.yaml \
         [--updates 40] [--reps 5] [key=value ...]
 """
 

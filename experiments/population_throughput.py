@@ -11,7 +11,7 @@ once without PBT and once with a PBT ready point after *every* update
 JaxMARL's own ``make_train`` vmapped over P seeds as its ``main`` does
 (``jax.vmap(make_train(config))(split(key, NUM_SEEDS))``, here under one ``jax.jit``).
 JaxMARL's script is not part of the pip package: pass a copy of
-``baselines/IPPO/ippo_ff_overcooked.py`` (see ``baselines/experiments/ippo_throughput.py``
+``baselines/IPPO/ippo_ff_overcooked.py`` (see ``experiments/ippo_throughput.py``
 and docs/results_population.md for the edits: imports as a module, no wandb/hydra, a
 ``make_config(layout, **overrides)`` helper).
 
@@ -26,7 +26,7 @@ The PBT step alone: ``jit(Population._ready)`` (rank, exploit -- copy the train 
 of every replaced member --, explore) called on a population state of P members,
 timed over ``--ready-calls`` calls, as a fraction of one update's time.
 
-    python baselines/experiments/population_throughput.py --jaxmarl-ref DIR \\
+    python experiments/population_throughput.py --jaxmarl-ref DIR \\
         [--sizes 1,4,16,64] [--updates 2] [--base-updates 1] [--reps 3] [--json OUT]
 
 Prints (and writes, after every size) JSON.
@@ -68,7 +68,7 @@ args = check_outputs(p.parse_args())
 sys.path.insert(0, args.jaxmarl_ref)
 STEPS = 16 * 128  # env steps per member per update (NUM_ENVS x NUM_STEPS)
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIG = os.path.join(HERE, "..", "configs", "ippo_overcooked_cramped_room.yaml")
+CONFIG = os.path.join(HERE, "..", "baselines", "configs", "ippo_overcooked_cramped_room.yaml")
 RANGES = {"lr": (1.0e-4, 2.0e-3), "ent_coef": (1.0e-3, 5.0e-2)}
 
 

@@ -8,9 +8,9 @@ vmapped in one run (``num_seeds=S``); every curve is the mean over seeds with th
 min-max range over seeds shaded.
 
     # run both arms (extra overrides after --: the reduced budget, see the doc)
-    python baselines/experiments/pbt_compare.py run CONFIG RUN_PREFIX [--seeds 3] [--parallel] [-- key=value ...]
+    python experiments/pbt_compare.py run CONFIG RUN_PREFIX [--seeds 3] [--parallel] [-- key=value ...]
     # draw docs/figures/pbt_<name>.png and print the table (JSON)
-    python baselines/experiments/pbt_compare.py plot NAME RUN_PREFIX [--metric leduc|overcooked]
+    python experiments/pbt_compare.py plot NAME RUN_PREFIX [--metric leduc|overcooked]
         [--threshold T ...] [--window W] [--out docs/figures/pbt_NAME.png]
 
 ``run`` writes ``RUN_PREFIX_pbt`` and ``RUN_PREFIX_nopbt`` (``jaxagents train ...
@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 
 
 def run(args, extra):

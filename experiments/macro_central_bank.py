@@ -12,7 +12,7 @@ the Taylor rule's rate at target; the floor to beat) are evaluated on the *same*
 compared on the central bank's return, mean |inflation - 2%|, the standard deviation
 of output growth and the mean policy rate.
 
-    python baselines/experiments/macro_central_bank.py --seeds 3 --out results.json \
+    python experiments/macro_central_bank.py --seeds 3 --out results.json \
         --plot docs/figures/macro_central_bank.png [train.total_timesteps=... ...]
 
 ``key=value`` overrides apply to the config (e.g. ``env.kwargs.num_households=200``).
@@ -33,7 +33,7 @@ from jaxagents_environments.economy.macro.taylor import taylor_action
 from jaxagents import runner
 from jaxagents.learners import ppo
 
-CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs")
 CONSTANTS = (-0.02, 0.0, 0.02, 0.04, 0.06, 0.08, 0.10)
 
 

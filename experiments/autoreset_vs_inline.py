@@ -17,7 +17,7 @@ Each program is compiled once; then the two run alternately ``--repeats`` times 
 best run of each counts (the machine's noise is large; a best of interleaved runs is
 the steadiest figure it gives)::
 
-    python baselines/experiments/autoreset_vs_inline.py --env robots_navigation \\
+    python experiments/autoreset_vs_inline.py --env robots_navigation \\
         --kwargs num_robots=4 safety=False zero_order_hold=True --num-envs 1 64 1024
 """
 

@@ -6,8 +6,8 @@ process CPU time, measures the mean episode return of uniformly random actions o
 same environment (same constructor options and params), and draws one learning-curve
 panel per scenario plus a markdown table.
 
-    python baselines/experiments/robots_baselines.py                       # all 16 runs
-    python baselines/experiments/robots_baselines.py --scenarios navigation warehouse \
+    python experiments/robots_baselines.py                       # all 16 runs
+    python experiments/robots_baselines.py --scenarios navigation warehouse \
         --learners ippo --runs-dir experiments_tmp/robots_runs [train.lr=3e-4 ...]
 
 Runs whose ``<runs-dir>/<learner>_robots_<scenario>/results.json`` exists are reused
@@ -41,7 +41,7 @@ import jaxagents
 from jaxagents import runner, tracking
 from jaxagents.core.wrappers import VecEnv
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SCENARIOS = ("navigation", "foraging", "predator_prey", "discovery", "material_transport", "warehouse",
              "arctic_transport", "continuous_rware")
 LEARNERS = ("ippo", "mappo")

@@ -37,10 +37,10 @@ omegaconf imports and the ``single_run`` / ``tune`` / ``main`` tail removed, and
 their config dict the way their hydra ``main`` does (``config.yaml`` merged with the
 alg file), then applies the overrides listed in ``TASKS``.
 
-    python baselines/experiments/jaxmarl_qlearning.py --task vdn_mpe --side ours --steps 499200 --json vdn_ours.json
-    python baselines/experiments/jaxmarl_qlearning.py --task vdn_mpe --side jaxmarl --jaxmarl-ref /tmp/jaxmarl_q \\
+    python experiments/jaxmarl_qlearning.py --task vdn_mpe --side ours --steps 499200 --json vdn_ours.json
+    python experiments/jaxmarl_qlearning.py --task vdn_mpe --side jaxmarl --jaxmarl-ref /tmp/jaxmarl_q \\
         --steps 499200 --json vdn_jaxmarl.json
-    python baselines/experiments/jaxmarl_qlearning.py --report vdn_*.json qmix_*.json pqn_*.json \\
+    python experiments/jaxmarl_qlearning.py --report vdn_*.json qmix_*.json pqn_*.json \\
         --figure docs/figures/jaxmarl_qlearning.png --json summary.json
 
 ``--jaxmarl-conv im2col`` (PQN only) swaps flax's ``nn.Conv`` in their CNN for the same
@@ -64,7 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = os.path.join(HERE, "..", "configs")
+CONFIGS = os.path.join(HERE, "..", "baselines", "configs")
 
 # SMAX 3m against JaxMARL's ql_rnn_smax.yaml: its values on both sides except the GRU width (64 for 512, a
 # CPU budget) and the optimiser (our Adam, their RAdam); whole 128-step rollouts are their samples (127

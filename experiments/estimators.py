@@ -3,9 +3,9 @@ game's exact evaluation over env steps, one line per run (the mean over its seed
 each seed faint), and a table of the final values with 95% bootstrap intervals over
 seeds (jaxagents.evaluation.intervals).
 
-    python baselines/experiments/estimators.py RUN_DIR [RUN_DIR ...] --game leduc \\
+    python experiments/estimators.py RUN_DIR [RUN_DIR ...] --game leduc \\
         --labels a,b,... --out FIG.png
-    python baselines/experiments/estimators.py RUN_DIR [RUN_DIR ...] --game tic_tac_toe \\
+    python experiments/estimators.py RUN_DIR [RUN_DIR ...] --game tic_tac_toe \\
         --labels a,b,... --out FIG.png [--selfplay]
 
 Each RUN_DIR is a `jaxagents train` run of a self-play config (metrics.jsonl, with

@@ -10,10 +10,10 @@ Saez government), and score both with the task's metric (``tasks.METRICS``: mean
 mean household utility, the end-of-episode Gini or pension fund, the mean distance of
 inflation from 2%). Learned policies act by sampling, as in training.
 
-    python baselines/experiments/econgym_tasks.py --out docs/figures/econgym_tasks.json
-    python baselines/experiments/econgym_tasks.py --tasks optimal_tax,pension_gap --seeds 2
-    python baselines/experiments/econgym_tasks.py --markdown docs/figures/econgym_tasks.json  # the results table
-    python baselines/experiments/econgym_tasks.py --tasks monopoly --out R.json --update  # redo one task's entry
+    python experiments/econgym_tasks.py --out docs/figures/econgym_tasks.json
+    python experiments/econgym_tasks.py --tasks optimal_tax,pension_gap --seeds 2
+    python experiments/econgym_tasks.py --markdown docs/figures/econgym_tasks.json  # the results table
+    python experiments/econgym_tasks.py --tasks monopoly --out R.json --update  # redo one task's entry
 
 Other ``key=value`` arguments override every task's config (e.g. ``train.total_timesteps=80000``).
 Writes nothing before the arguments are checked; the JSON is written atomically.
@@ -37,7 +37,7 @@ from jaxagents.config import apply_overrides, read_yaml
 from jaxagents.tracking import atomic_write
 from jaxagents_environments.economy.econgym.tasks import METRICS, TASKS
 
-CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "econ")
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "econ")
 
 
 def parse():

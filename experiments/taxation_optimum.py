@@ -29,7 +29,7 @@ optimum is not fitted to the sample.
 Setting B: the environment's own defaults (``Taxation(num_workers=1000)``:
 ``labour_cost`` 0.0005, $1k units); no learned planner exists there.
 
-    python baselines/experiments/taxation_optimum.py --out docs/figures/taxation_optimum.json \
+    python experiments/taxation_optimum.py --out docs/figures/taxation_optimum.json \
         --plot docs/figures/taxation_optimum.png
 
 Refuses to overwrite ``--out``/``--plot`` unless ``--force``; ``--replot RESULT.json OUT.png``
@@ -54,8 +54,8 @@ from jaxagents import runner
 from jaxagents.build import make_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIG = os.path.join(HERE, "..", "configs", "ippo_taxation.yaml")
-PLANNER_JSON = os.path.join(HERE, "..", "..", "docs", "figures", "taxation_planner.json")
+CONFIG = os.path.join(HERE, "..", "baselines", "configs", "ippo_taxation.yaml")
+PLANNER_JSON = os.path.join(HERE, "..", "docs", "figures", "taxation_planner.json")
 EVAL_KEY, HELD_OUT_KEY = 12345, 54321
 
 

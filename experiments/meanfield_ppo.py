@@ -10,13 +10,13 @@ distributional view (``solvers.exploitability``; the N -> infinity game). Fictit
 play and online mirror descent from ``solvers.py`` give the reference curves
 (exploitability per iteration).
 
-    python baselines/experiments/meanfield_ppo.py --num-agents 10000 --updates 500 \
+    python experiments/meanfield_ppo.py --num-agents 10000 --updates 500 \
         --eval-every 10 --out results.json [--plot curve.png] [train.lr=3e-3 ...]
 
 The PPO recipe is read from ``--config`` (default ``ippo_mf_crowd.yaml``) with
 ``key=value`` overrides; ``--num-agents`` and ``--updates`` replace its ``N`` and budget.
 
-    python baselines/experiments/meanfield_ppo.py --replot curve.png run1.json run2.json
+    python experiments/meanfield_ppo.py --replot curve.png run1.json run2.json
 
 For 10^5-10^6 agents add ``train.agents_per_update=10000``: each update then trains on
 10^4 randomly chosen agents (x 10 steps) while the rollout moves all N.
@@ -41,7 +41,7 @@ from jaxagents_environments.meanfield.policy_eval import policy_exploitability
 from jaxagents import runner
 from jaxagents.learners import ppo
 
-CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs")
 
 
 def parse():
