@@ -19,7 +19,7 @@ import copy
 import os
 import sys
 
-from jaxagents_baselines._main import configs, resolve
+from jaxagents_baselines import configs, resolve
 
 DEFAULT = "fcp_overcooked_coordination_ring"
 
@@ -65,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         if "=" in args.config and not os.path.exists(args.config):
             args.overrides.insert(0, args.config)
             args.config = DEFAULT
-        stage1 = runner.load_config(resolve(args.config), args.overrides)
+        try:
+            path = resolve(args.config)
+        except ValueError as e:
+            p.error(str(e))
+        stage1 = runner.load_config(path, args.overrides)
         if stage1["learner"] != "fcp" or stage1["train"].get("partners") is not None:
             raise SystemExit(f"{args.config} must be a stage-1 fcp config (learner: fcp, train.partners: null)")
         base = args.run_dir or os.path.join("runs", f"fcp-{stage1['env']['id']}")

@@ -40,7 +40,8 @@ import os
 
 import numpy as np
 
-from jaxagents.evaluation.intervals import stratified_bootstrap_ci
+from jaxagents.evaluation.curves import final_intervals, series, smooth
+from jaxagents.tracking import read_rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,57 +64,6 @@ GAMES = {
         Panel(("entropy/agents",), "policy entropy (training batch)"),
     ],
 }
-
-
-def read_metrics(run_dir: str) -> list[dict]:
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def series(rows: list[dict], key: str):
-    """``(env_steps [K], values [K, seeds])`` over the rows where every seed has ``key``."""
-    steps, values = [], []
-    for row in rows:
-        v = row.get(key + "@seeds")
-        if v is None and key in row:
-            v = [row[key]]
-        if v is not None and all(x is not None and np.isfinite(x) for x in v):
-            steps.append(row["env_steps"])
-            values.append(v)
-    if not values:
-        return np.zeros(0), np.zeros((0, 0))
-    return np.asarray(steps, float), np.asarray(values, float)
-
-
-def final(key: str, values: np.ndarray, window: int) -> np.ndarray:
-    """Each seed's final value: the last evaluation (``eval/``) or the mean of the last
-    ``window`` updates (per-update training metrics)."""
-    if key.startswith("eval/"):
-        return values[-1]
-    return values[-window:].mean(0)
-
-
-def smooth(x: np.ndarray, window: int) -> np.ndarray:
-    """Trailing moving average along axis 0 (shorter windows at the start)."""
-    c = np.cumsum(np.concatenate([np.zeros((1, *x.shape[1:])), x]), 0)
-    n = np.arange(1, len(x) + 1)
-    lo = np.maximum(n - window, 0)
-    return (c[n] - c[lo]) / (n - lo).reshape(-1, *([1] * (x.ndim - 1)))
-
-
-def summary(runs: dict, keys, window: int = 25) -> list[dict]:
-    """One row per (run, metric): per-seed final values, their mean and 95% bootstrap
-    interval over seeds. ``runs``: ``{label: metrics rows}``."""
-    out = []
-    for label, rows in runs.items():
-        for key in keys:
-            _, v = series(rows, key)
-            if not len(v):
-                continue
-            f = final(key, v, window)
-            ci = stratified_bootstrap_ci(f[:, None], np.mean)
-            out.append(dict(run=label, metric=key, seeds=f.tolist(), mean=ci.point, low=ci.low, high=ci.high))
-    return out
 
 
 # --------------------------------------------------------------------------- exact self-play (tic-tac-toe)
@@ -231,7 +181,7 @@ def main(argv=None):
         raise SystemExit(f"--labels: {len(labels)} labels for {len(args.runs)} runs")
     if args.selfplay and args.game != "tic_tac_toe":
         raise SystemExit("--selfplay needs --game tic_tac_toe")
-    runs = {label: read_metrics(r) for label, r in zip(labels, args.runs)}
+    runs = {label: read_rows(os.path.join(r, "metrics.jsonl")) for label, r in zip(labels, args.runs)}
     # panels no run has data for (e.g. the parameter average of runs without one) are left out
     panels = [pn for pn in GAMES[args.game] if any(len(series(rows, k)[1]) for rows in runs.values() for k in pn.keys)]
     if not panels:
@@ -294,7 +244,7 @@ def main(argv=None):
 
     keys = [k for panel in panels for k in panel.keys]
     print(f"{'run':<30} {'metric':<34} {'final per seed':<26} {'late':>8} {'final mean [95% CI]':>28}")
-    for row in summary(runs, keys, args.window):
+    for row in final_intervals(runs, keys, args.window):
         steps, v = series(runs[row["run"]], row["metric"])
         late = v[-args.last:].mean() if row["metric"].startswith("eval/") else v[-args.window:].mean()
         per_seed = ", ".join(f"{x:.3f}" for x in row["seeds"])

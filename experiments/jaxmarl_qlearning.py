@@ -93,28 +93,31 @@ TASKS = {
                            test_envs=32, jaxmarl_overrides={"ENV_KWARGS": {"layout": "cramped_room"}}),
 }
 
-p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-p.add_argument("--task", choices=sorted(TASKS))
-p.add_argument("--side", choices=("ours", "jaxmarl"))
-p.add_argument("--jaxmarl-ref", default=None, help="folder with the adapted JaxMARL scripts and config/")
-p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the config's)")
-p.add_argument("--seeds", type=int, default=3)
-p.add_argument("--seed", type=int, default=0)
-p.add_argument("--test-interval", type=float, default=0.05, help="fraction of the updates between greedy tests")
-p.add_argument("--test-envs", type=int, default=None, help="greedy test episodes (default: per task)")
-p.add_argument("--jaxmarl-conv", choices=("flax", "im2col"), default="flax")
-p.add_argument("--lapack-init", action="store_true",
-               help="keep flax's orthogonal initialiser in JaxMARL's networks (a LAPACK QR, which deadlocked under "
-               "vmap over seeds on this 2-core machine); by default it is swapped for jaxagents.nn.init.orthogonal, "
-               "the same distribution computed in XLA")
-p.add_argument("--jaxmarl-adam", action="store_true",
-               help="diagnostic: their optax.radam swapped for optax.adam (eps 1e-5, as ours), to measure what "
-               "RAdam's warm-up costs in a short run")
-p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="extra override for our config")
-p.add_argument("--json", default=None)
-p.add_argument("--report", nargs="*", default=None, help="merge these per-side JSONs (globs allowed)")
-p.add_argument("--figure", default=None)
-args = None  # parsed in __main__ (a test sets it to parse_args([...]))
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--task", choices=sorted(TASKS))
+    p.add_argument("--side", choices=("ours", "jaxmarl"))
+    p.add_argument("--jaxmarl-ref", default=None, help="folder with the adapted JaxMARL scripts and config/")
+    p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the config's)")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--test-interval", type=float, default=0.05, help="fraction of the updates between greedy tests")
+    p.add_argument("--test-envs", type=int, default=None, help="greedy test episodes (default: per task)")
+    p.add_argument("--jaxmarl-conv", choices=("flax", "im2col"), default="flax")
+    p.add_argument("--lapack-init", action="store_true",
+                   help="keep flax's orthogonal initialiser in JaxMARL's networks (a LAPACK QR, which deadlocked under "
+                   "vmap over seeds on this 2-core machine); by default it is swapped for jaxagents.nn.init.orthogonal, "
+                   "the same distribution computed in XLA")
+    p.add_argument("--jaxmarl-adam", action="store_true",
+                   help="diagnostic: their optax.radam swapped for optax.adam (eps 1e-5, as ours), to measure what "
+                   "RAdam's warm-up costs in a short run")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="extra override for our config")
+    p.add_argument("--json", default=None)
+    p.add_argument("--report", nargs="*", default=None, help="merge these per-side JSONs (globs allowed)")
+    p.add_argument("--figure", default=None)
+    return p
+
+args = None  # parsed in main() (a test sets it to parser().parse_args([...]))
 
 
 # ------------------------------------------------------------------------------------ ours
@@ -283,16 +286,15 @@ def im2col_conv():
 
 def run_jaxmarl(task):
     t = TASKS[task]
-    sys.path.insert(0, os.path.abspath(args.jaxmarl_ref))
     if not args.lapack_init:  # before their module binds flax's orthogonal at import
         import flax.linen.initializers as inits
 
         from jaxagents.nn.init import orthogonal
 
         inits.orthogonal = lambda scale=1.0, *a, **k: orthogonal(scale)
-    import importlib
+    import _reference  # experiments/_reference.py (a sibling: this runs as a script)
 
-    ref = importlib.import_module(t["module"])
+    ref = _reference.load(args.jaxmarl_ref, t["module"])
     if args.jaxmarl_conv == "im2col":
         import types
 
@@ -415,11 +417,13 @@ def report(paths, figure, out):
         print("wrote", figure)
 
 
-if __name__ == "__main__":
-    args = check_outputs(p.parse_args())
+def main(argv=None) -> int:
+    global args
+    p = parser()
+    args = check_outputs(p.parse_args(argv))
     if args.report is not None:
         report(args.report, args.figure, args.json)
-        sys.exit(0)
+        return 0
     if not args.task or not args.side:
         p.error("--task and --side (or --report)")
     if args.side == "jaxmarl" and not args.jaxmarl_ref:
@@ -430,4 +434,11 @@ if __name__ == "__main__":
     print(json.dumps({k: v for k, v in res.items() if k not in ("test_return", "train_return", "config", "env_steps")}))
     print("final test return per seed:", res["test_return"][-1])
     if args.json:
-        json.dump(res, open(args.json, "w"), indent=1)
+        from jaxagents.tracking import atomic_write
+
+        atomic_write(args.json, json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

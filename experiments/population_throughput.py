@@ -43,29 +43,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-p.add_argument("--jaxmarl-ref", required=True, help="folder with the adapted ippo_ff_overcooked.py")
-p.add_argument("--sizes", default="1,4,16,64")
-p.add_argument("--updates", type=int, default=2, help="U: extra updates of the large program")
-p.add_argument("--base-updates", type=int, default=1, help="U0: updates of the small program")
-p.add_argument("--reps", type=int, default=3)
-p.add_argument("--reps-large", type=int, default=None, help="reps for P >= 64 (default: --reps)")
-p.add_argument("--ready-calls", type=int, default=10)
-p.add_argument("--which", default="ours,ours_pbt,jaxmarl",
-               help="comma-separated: ours (Population), ours_pbt (Population with PBT every update), "
-               "learner (the bare learner under jax.vmap over seeds, no Population), jaxmarl")
-p.add_argument("--lapack-init", action="store_true",
-               help="keep JaxMARL's flax orthogonal init (a batched LAPACK QR under its vmap over seeds, which "
-               "deadlocked on 2 CPU cores at NUM_SEEDS >= 4); by default it is swapped for jaxagents.nn.init.orthogonal, "
-               "the same distribution computed in XLA. Initialisation is outside the timed difference either way")
-p.add_argument("--json", default=None)
-p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-               help="a config override for our learner, e.g. train.bootstrap_truncated=false (JaxMARL's semantics: "
-               "a truncated episode is treated as terminated, no V(final obs)); repeatable")
-p.add_argument("--ready-only", action="store_true",
-               help="only time jit(Population.update) (no PBT, --reps calls) against jit(Population._ready) (--ready-calls calls)")
-args = check_outputs(p.parse_args())
-sys.path.insert(0, args.jaxmarl_ref)
+import _reference  # experiments/_reference.py: a reference module loaded by path
+
+args = None  # the parsed command line, set by main()
+
 STEPS = 16 * 128  # env steps per member per update (NUM_ENVS x NUM_STEPS)
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, "..", "baselines", "configs", "ippo_overcooked_cramped_room.yaml")
@@ -107,7 +88,7 @@ def build_jaxmarl(size, u):
         from jaxagents.nn.init import orthogonal
 
         inits.orthogonal = lambda scale=1.0, *a, **k: orthogonal(scale)
-    import ippo_ff_overcooked as ref
+    ref = _reference.load(args.jaxmarl_ref, "ippo_ff_overcooked")
 
     config = ref.make_config("cramped_room", TOTAL_TIMESTEPS=u * STEPS, NUM_SEEDS=size)
     train = ref.make_train(config)
@@ -154,7 +135,6 @@ def summarise(times, U0, U, size):
     return res
 
 
-p_ready = args.ready_only
 
 
 def ready_only(size, update_calls, ready_calls):
@@ -179,75 +159,107 @@ def ready_only(size, update_calls, ready_calls):
     return {k: np.array(v) for k, v in out.items()}
 
 
-which, U0, U = args.which.split(","), args.base_updates, args.updates
-results = {"updates": U, "base_updates": U0, "cpus": os.cpu_count(), "jax": jax.__version__, "overrides": args.override,
-           "backend": jax.default_backend(), "device": jax.devices()[0].device_kind, "sizes": {}}
-if p_ready:  # only the PBT step's cost against an update (no JaxMARL)
-    for size in [int(s) for s in args.sizes.split(",")]:
-        t = ready_only(size, args.reps, args.ready_calls)
-        res = {"load_1min": os.getloadavg()[0]}
-        for i, kind in enumerate(("wall", "cpu")):
-            u, r = np.median(t["update"][:, i]), np.median(t["ready"][:, i])
-            res[kind] = {"update_s_median": float(u), "ready_s_median": float(r), "ready_fraction_of_update": float(r / u),
-                         "update_s_best": float(t["update"][:, i].min()), "ready_s_best": float(t["ready"][:, i].min()),
-                         "env_steps_per_s_median": size * STEPS / float(u)}
-        res["raw_seconds"] = {k: v.tolist() for k, v in t.items()}
-        results["sizes"][str(size)] = res
-        print(json.dumps({str(size): res}), flush=True)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
-    sys.exit(0)
-try:
-    import importlib.metadata as md
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--jaxmarl-ref", required=True, help="folder with the adapted ippo_ff_overcooked.py")
+    p.add_argument("--sizes", default="1,4,16,64")
+    p.add_argument("--updates", type=int, default=2, help="U: extra updates of the large program")
+    p.add_argument("--base-updates", type=int, default=1, help="U0: updates of the small program")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps-large", type=int, default=None, help="reps for P >= 64 (default: --reps)")
+    p.add_argument("--ready-calls", type=int, default=10)
+    p.add_argument("--which", default="ours,ours_pbt,jaxmarl",
+                   help="comma-separated: ours (Population), ours_pbt (Population with PBT every update), "
+                   "learner (the bare learner under jax.vmap over seeds, no Population), jaxmarl")
+    p.add_argument("--lapack-init", action="store_true",
+                   help="keep JaxMARL's flax orthogonal init (a batched LAPACK QR under its vmap over seeds, which "
+                   "deadlocked on 2 CPU cores at NUM_SEEDS >= 4); by default it is swapped for jaxagents.nn.init.orthogonal, "
+                   "the same distribution computed in XLA. Initialisation is outside the timed difference either way")
+    p.add_argument("--json", default=None)
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override for our learner, e.g. train.bootstrap_truncated=false (JaxMARL's semantics: "
+                   "a truncated episode is treated as terminated, no V(final obs)); repeatable")
+    p.add_argument("--ready-only", action="store_true",
+                   help="only time jit(Population.update) (no PBT, --reps calls) against jit(Population._ready) (--ready-calls calls)")
+    return check_outputs(p.parse_args())
 
-    results["jaxmarl"] = md.version("jaxmarl")
-except Exception:  # noqa: BLE001
-    pass
-for size in [int(s) for s in args.sizes.split(",")]:
-    reps = args.reps_large if (args.reps_large and size >= 64) else args.reps
-    fns, compile_s = {}, {}
-    for name in which:
-        if name == "ours_pbt" and size < 2:
-            continue  # PBT needs two members
-        for u in (U0, U0 + U):
-            t = time.perf_counter()
-            if name == "jaxmarl":
-                fns[name, u] = build_jaxmarl(size, u)
-            elif name == "learner":
-                fns[name, u] = build_learner(size, u)
-            else:
-                fns[name, u] = build_ours(size, u, pbt=name == "ours_pbt")
-            jax.block_until_ready(fns[name, u][0](fns[name, u][1]))  # warm-up
-            compile_s[f"{name}/U={u}"] = time.perf_counter() - t
-            print(f"P={size} {name} U={u}: compile + warm-up {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
-    times = {k: [] for k in fns}
-    loads = [os.getloadavg()[0]]
-    for r in range(reps):
-        for k, (f, key) in fns.items():
-            t, c = time.perf_counter(), time.process_time()
-            jax.block_until_ready(f(key))
-            times[k].append((time.perf_counter() - t, time.process_time() - c))
-        loads.append(os.getloadavg()[0])
-        print(f"P={size} rep {r}: " + " ".join(f"{k[0]}/{k[1]} {v[-1][0]:.2f}s" for k, v in times.items())
-              + f" load {loads[-1]:.1f}", file=sys.stderr, flush=True)
-        res = summarise(times, U0, U, size)  # after every rep: a run stopped early keeps what it measured
-        res["reps"], res["load_1min"], res["compile_and_warmup_s"] = r + 1, loads, compile_s
-        res["raw_seconds"] = {f"{k[0]}/U={k[1]}": v for k, v in times.items()}
+
+def main(argv=None):
+    global args
+    args = parse(argv)
+    which, U0, U = args.which.split(","), args.base_updates, args.updates
+    results = {"updates": U, "base_updates": U0, "cpus": os.cpu_count(), "jax": jax.__version__, "overrides": args.override,
+               "backend": jax.default_backend(), "device": jax.devices()[0].device_kind, "sizes": {}}
+    if args.ready_only:  # only the PBT step's cost against an update (no JaxMARL)
+        for size in [int(s) for s in args.sizes.split(",")]:
+            t = ready_only(size, args.reps, args.ready_calls)
+            res = {"load_1min": os.getloadavg()[0]}
+            for i, kind in enumerate(("wall", "cpu")):
+                u, r = np.median(t["update"][:, i]), np.median(t["ready"][:, i])
+                res[kind] = {"update_s_median": float(u), "ready_s_median": float(r), "ready_fraction_of_update": float(r / u),
+                             "update_s_best": float(t["update"][:, i].min()), "ready_s_best": float(t["ready"][:, i].min()),
+                             "env_steps_per_s_median": size * STEPS / float(u)}
+            res["raw_seconds"] = {k: v.tolist() for k, v in t.items()}
+            results["sizes"][str(size)] = res
+            print(json.dumps({str(size): res}), flush=True)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
+        return
+    try:
+        import importlib.metadata as md
+
+        results["jaxmarl"] = md.version("jaxmarl")
+    except Exception:  # noqa: BLE001
+        pass
+    for size in [int(s) for s in args.sizes.split(",")]:
+        reps = args.reps_large if (args.reps_large and size >= 64) else args.reps
+        fns, compile_s = {}, {}
+        for name in which:
+            if name == "ours_pbt" and size < 2:
+                continue  # PBT needs two members
+            for u in (U0, U0 + U):
+                t = time.perf_counter()
+                if name == "jaxmarl":
+                    fns[name, u] = build_jaxmarl(size, u)
+                elif name == "learner":
+                    fns[name, u] = build_learner(size, u)
+                else:
+                    fns[name, u] = build_ours(size, u, pbt=name == "ours_pbt")
+                jax.block_until_ready(fns[name, u][0](fns[name, u][1]))  # warm-up
+                compile_s[f"{name}/U={u}"] = time.perf_counter() - t
+                print(f"P={size} {name} U={u}: compile + warm-up {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
+        times = {k: [] for k in fns}
+        loads = [os.getloadavg()[0]]
+        for r in range(reps):
+            for k, (f, key) in fns.items():
+                t, c = time.perf_counter(), time.process_time()
+                jax.block_until_ready(f(key))
+                times[k].append((time.perf_counter() - t, time.process_time() - c))
+            loads.append(os.getloadavg()[0])
+            print(f"P={size} rep {r}: " + " ".join(f"{k[0]}/{k[1]} {v[-1][0]:.2f}s" for k, v in times.items())
+                  + f" load {loads[-1]:.1f}", file=sys.stderr, flush=True)
+            res = summarise(times, U0, U, size)  # after every rep: a run stopped early keeps what it measured
+            res["reps"], res["load_1min"], res["compile_and_warmup_s"] = r + 1, loads, compile_s
+            res["raw_seconds"] = {f"{k[0]}/U={k[1]}": v for k, v in times.items()}
+            results["sizes"][str(size)] = res
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
+        if size >= 2 and "ours" in which:
+            ready = time_ready(size, args.ready_calls)
+            res["pbt_ready_step"] = {"wall_s_median": float(np.median(ready[:, 0])), "cpu_s_median": float(np.median(ready[:, 1])),
+                                     "wall_s_best": float(ready[:, 0].min()), "cpu_s_best": float(ready[:, 1].min())}
+            for kind in ("wall", "cpu"):
+                res[f"pbt_ready_fraction_of_update_{kind}"] = (res["pbt_ready_step"][f"{kind}_s_median"]
+                                                              / res[f"ours_{kind}"]["s_per_update_median"])
         results["sizes"][str(size)] = res
+        print(json.dumps({str(size): {k: v for k, v in res.items() if k != "raw_seconds"}}, indent=1), flush=True)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
-    if size >= 2 and "ours" in which:
-        ready = time_ready(size, args.ready_calls)
-        res["pbt_ready_step"] = {"wall_s_median": float(np.median(ready[:, 0])), "cpu_s_median": float(np.median(ready[:, 1])),
-                                 "wall_s_best": float(ready[:, 0].min()), "cpu_s_best": float(ready[:, 1].min())}
-        for kind in ("wall", "cpu"):
-            res[f"pbt_ready_fraction_of_update_{kind}"] = (res["pbt_ready_step"][f"{kind}_s_median"]
-                                                          / res[f"ours_{kind}"]["s_per_update_median"])
-    results["sizes"][str(size)] = res
-    print(json.dumps({str(size): {k: v for k, v in res.items() if k != "raw_seconds"}}, indent=1), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-print(json.dumps(results, indent=1))
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

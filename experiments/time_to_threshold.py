@@ -29,11 +29,12 @@ from __future__ import annotations
 import argparse
 from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
-import math
 import os
 import sys
 
 import numpy as np
+
+from jaxagents.evaluation.curves import first_reach, window_mean
 
 
 def _split(spec: str, what: str) -> tuple[str, str]:
@@ -75,27 +76,6 @@ def read_curve(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if steps.shape != ret.shape or eps.shape != ret.shape:
         raise SystemExit(f"--curve {path}: env_step, return (and episodes) must have one entry per update")
     return steps, ret, eps
-
-
-def window_mean(steps: np.ndarray, ret: np.ndarray, episodes: np.ndarray, window: float) -> np.ndarray:
-    """Per update: the episode-weighted mean return over the updates in
-    ``(steps - window, steps]`` (NaN where no episode finished in the window)."""
-    ok = (episodes > 0) & np.isfinite(ret)
-    w = np.where(ok, episodes, 0.0)
-    cw = np.concatenate([[0.0], np.cumsum(w)])
-    cr = np.concatenate([[0.0], np.cumsum(np.where(ok, ret, 0.0) * w)])
-    start = np.searchsorted(steps, steps - window, side="right")
-    end = np.arange(1, len(steps) + 1)
-    tot = cw[end] - cw[start]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(tot > 0, (cr[end] - cr[start]) / tot, np.nan)
-
-
-def first_reach(steps: np.ndarray, wm: np.ndarray, threshold: float, window: float) -> float:
-    """First env step whose window mean is >= threshold, once a full window is in
-    (NaN if never)."""
-    ok = (steps >= window) & (wm >= threshold)
-    return float(steps[np.argmax(ok)]) if ok.any() else math.nan
 
 
 def main(argv=None) -> int:

@@ -72,7 +72,7 @@ def pytest_runtest_makereport(item, call):
 
 
 # Scripts under experiments/ are not a package: tests load one by path.
-_EXPERIMENTS = os.path.join(os.path.dirname(__file__), "..", "baselines", "experiments")
+_EXPERIMENTS = os.path.join(os.path.dirname(__file__), "..", "experiments")
 
 
 @pytest.fixture(scope="session")

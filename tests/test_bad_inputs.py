@@ -63,10 +63,10 @@ CLI_CASES = [
     (["train", "env.kwargs.nope=1"], ["nope"]),
     (["train", "train.ppo.advantage=bogus"], ["advantage must be one of"]),
     # files and directories
-    (["train", "nope.yaml"], ["is not a file"]),
+    (["train", "nope.yaml"], ["neither a file nor a bundled config"]),
     (["train", "--resume", "/nonexistent/run"], ["not a run directory"]),
     (["eval", "/nonexistent/run"], ["not a run directory"]),
-    (["train", "override-without-equals"], ["is not a file"]),
+    (["train", "override-without-equals"], ["neither a file nor a bundled config"]),
     # options that do not apply
     (["bench", "--all", "--env-kwarg", "horizon=3"], ["--env-kwarg configures one ENV_ID, not --all"]),
 ]
@@ -650,7 +650,7 @@ def test_experiment_scripts_check_their_outputs_first(tmp_path, capsys):
     assert check_outputs(ok) is ok
     # every experiment script that takes an output path checks it right after parsing
     options = tuple(f'"--{n.replace("_", "-")}"' for n in OUTPUT_FILES + OUTPUT_DIRS)
-    root = os.path.join(os.path.dirname(__file__), "..", "baselines", "experiments")
+    root = os.path.join(os.path.dirname(__file__), "..", "experiments")
     for path in glob.glob(os.path.join(root, "*.py")):
         text = open(path).read()
         if any(f"add_argument({o}" in text for o in options):

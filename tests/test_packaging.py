@@ -64,7 +64,7 @@ def test_library_layers_never_reach_up():
 def test_installed_import_names(tmp_path):
     code = (
         "import importlib.util as u, os\n"
-        "import jaxagents_environments.games.kuhn, jaxagents_baselines._main as b\n"
+        "import jaxagents_environments.games.kuhn, jaxagents_baselines as b\n"
         "assert os.path.isdir(b.CONFIG_DIR)\n"
         "root = os.environ['ROOT']\n"
         "for plain in ('environments', 'baselines'):\n"
@@ -99,3 +99,26 @@ def test_lowest_pins_are_the_declared_lower_bounds():
     # jaxlib is not declared (jax brings it) but must match jax's pin
     assert pins.pop("jaxlib") == pins["jax"]
     assert pins == declared
+
+
+def test_experiment_scripts_do_nothing_on_import():
+    """``experiments/`` (the lab, not installed): no script edits ``sys.path`` (the
+    packages are installed; a reference implementation is loaded by path, see
+    ``experiments/_reference.py``), and none runs on import: at module level only
+    imports, definitions, assignments and the ``__main__`` guard."""
+    offenders = []
+    for path in sorted((ROOT / "experiments").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys":
+                offenders.append(f"{path.name}:{node.lineno}: sys.path")
+        for node in tree.body:
+            guard = isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            allowed = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+            if not (guard or docstring or isinstance(node, allowed)):
+                offenders.append(f"{path.name}:{node.lineno}: {type(node).__name__} at module level")
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+                    isinstance(n, ast.Call) and "parse_args" in ast.unparse(n.func) for n in ast.walk(node)):
+                offenders.append(f"{path.name}:{node.lineno}: parses the command line on import")
+    assert not offenders, offenders

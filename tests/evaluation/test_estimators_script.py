@@ -1,5 +1,5 @@
-"""experiments/estimators.py: reading metrics, final values and intervals on a
-tiny synthetic run, and the exact tic-tac-toe self-play measure on the uniform policy."""
+"""experiments/estimators.py: the exact tic-tac-toe self-play measure on the uniform
+policy, and the command line (the curves it draws: tests/evaluation/test_curves.py)."""
 
 import json
 
@@ -31,27 +31,6 @@ def synthetic_rows():
         rows.append(row)
     rows.append({"update": 11, "env_steps": 1100, "eval/x@seeds": [None, 1.0, 1.0]})  # incomplete: skipped
     return rows
-
-
-def test_series_final_and_summary(est, tmp_path):
-    run = write_run(tmp_path, "a", synthetic_rows())
-    rows = est.read_metrics(run)
-    steps, v = est.series(rows, "eval/x")
-    np.testing.assert_array_equal(steps, [0, 500, 1000])
-    np.testing.assert_allclose(v[-1], [0.1, 0.2, 0.3])
-    # eval metrics: the last evaluation; training metrics: the mean of the last `window` updates
-    np.testing.assert_allclose(est.final("eval/x", v, 3), [0.1, 0.2, 0.3])
-    _, r = est.series(rows, "ret")
-    np.testing.assert_allclose(est.final("ret", r, 2), [9.5, 19.0, 28.5])
-    table = est.summary({"a": rows}, ["eval/x", "ret", "missing"], window=2)
-    assert [t["metric"] for t in table] == ["eval/x", "ret"]
-    t = table[0]
-    assert t["mean"] == pytest.approx(0.2) and 0.1 <= t["low"] <= t["mean"] <= t["high"] <= 0.3
-
-
-def test_smooth(est):
-    x = np.arange(1.0, 6.0)[:, None]
-    np.testing.assert_allclose(est.smooth(x, 2)[:, 0], [1.0, 1.5, 2.5, 3.5, 4.5])
 
 
 def test_selfplay_exact_uniform(est):

@@ -54,7 +54,7 @@ def test_report_win_columns(jq, tmp_path):
 @pytest.mark.slow
 def test_smax_ours_tiny_run(jq, tmp_path):
     pytest.importorskip("jaxmarl")
-    jq.args = jq.p.parse_args(["--task", "vdn_smax", "--side", "ours", "--steps", "4096", "--seeds", "1",
+    jq.args = jq.parser().parse_args(["--task", "vdn_smax", "--side", "ours", "--steps", "4096", "--seeds", "1",
                                "--test-interval", "0.5", "--test-envs", "4", "--override", "train.learning_starts=2048",
                                "--override", "train.num_gradient_steps=1", "--override", "train.batch_size=2"])
     res = jq.run_ours("vdn_smax")

@@ -1,5 +1,5 @@
-"""experiments/time_to_threshold.py: the episode-weighted window mean, the
-first env step at the threshold, and the command line on synthetic curves."""
+"""experiments/time_to_threshold.py: the command line on synthetic curves (the window
+mean and first step at the threshold: tests/evaluation/test_curves.py)."""
 
 import json
 import math
@@ -11,18 +11,6 @@ import pytest
 @pytest.fixture(scope="module")
 def ttt(experiment_script):
     return experiment_script("time_to_threshold")
-
-
-def test_window_mean_weights_episodes_and_skips_empty_updates(ttt):
-    steps = np.array([10.0, 20, 30, 40])
-    ret = np.array([100.0, np.nan, 0.0, 300.0])
-    eps = np.array([1.0, 0, 3, 1])
-    wm = ttt.window_mean(steps, ret, eps, window=20)
-    # (s-20, s]: {10}, {10, 20}, {20, 30}, {30, 40}
-    np.testing.assert_allclose(wm, [100.0, 100.0, 0.0, 75.0])
-    assert ttt.first_reach(steps, wm, 100.0, 20) == 20.0  # 10 reaches it too, but before a full window
-    assert ttt.first_reach(steps, wm, 50.0, 40) == 40.0
-    assert math.isnan(ttt.first_reach(steps, wm, 101.0, 20))
 
 
 def test_command_line_table(ttt, tmp_path, capsys):

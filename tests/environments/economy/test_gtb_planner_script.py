@@ -42,7 +42,7 @@ def test_interval_and_levels(gp):
 @pytest.mark.slow
 def test_pipeline_at_a_tiny_size(tmp_path):
     out = tmp_path / "gp.json"
-    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "baselines", "experiments", "gtb_planner.py")
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "experiments", "gtb_planner.py")
     cmd = [sys.executable, script, "--eval-episodes", "2", "--search-episodes", "2", "--search-rounds", "1",
            "--search-size", "4", "--saez-iterations", "1", "--arms", "Saez", "--flat", "2", "--out", str(out),
            "num_seeds=2", "train.num_envs=2", "train.num_steps=20", "train.total_timesteps=80",
