@@ -23,7 +23,6 @@ Prints one table per run; ``--out`` writes every number as JSON.
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import sys
 
@@ -32,7 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxagents import runner
-from jaxagents.learners import selfplay
+from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.learners.policy_gradient import selfplay
 from jaxagents.tracking import atomic_write
 
 

@@ -30,12 +30,12 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxagents_environments.economy.econgym.tasks import METRICS, TASKS
 
 from jaxagents.build import build_learner
 from jaxagents.cli import check_outputs
 from jaxagents.config import apply_overrides, read_yaml
 from jaxagents.tracking import atomic_write
-from jaxagents_environments.economy.econgym.tasks import METRICS, TASKS
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "econ")
 

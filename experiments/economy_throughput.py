@@ -21,7 +21,6 @@ the batched state plus time step divided by the agents.
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 
 import jax
@@ -30,6 +29,7 @@ import numpy as np
 
 import jaxagents
 from jaxagents import bench
+from jaxagents.cli import check_outputs  # output paths checked before computing
 from jaxagents.core import random_actions
 
 

@@ -33,13 +33,13 @@ constant baseline (RAE) removes ``mean^2 / rms^2`` of the advantages' second mom
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import dataclasses
 import json
 import os
 
 import numpy as np
 
+from jaxagents.cli import check_outputs  # output paths checked before computing
 from jaxagents.evaluation.curves import final_intervals, series, smooth
 from jaxagents.tracking import read_rows
 
@@ -78,7 +78,11 @@ def selfplay_exact(policies: dict) -> dict:
     outcome of the game per move of seat ``s``: the no-baseline advantage)."""
     import jax
     import jax.numpy as jnp
-    from jaxagents_environments.games.tic_tac_toe_exact import ROLES, board_observation, positions
+    from jaxagents_environments.games.tic_tac_toe_exact import (
+        ROLES,
+        board_observation,
+        positions,
+    )
 
     pos = positions()
     board, mover, child = (jnp.asarray(pos[k]) for k in ("board", "mover", "child"))
@@ -129,7 +133,7 @@ def selfplay_checkpoints(run_dir: str) -> dict:
 
     from jaxagents.build import build
     from jaxagents.checkpoint import Checkpointer
-    from jaxagents.learners.selfplay import ROLE
+    from jaxagents.learners.policy_gradient.selfplay import ROLE
     from jaxagents.runner import _init_states, read_run_config
 
     config = read_run_config(run_dir)

@@ -21,13 +21,14 @@ seeds as the tasks.
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import dataclasses
 import json
 import os
 
 import jax
 import numpy as np
+
+from jaxagents.cli import check_outputs  # output paths checked before computing
 
 
 def main(argv=None) -> int:

@@ -43,15 +43,15 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxagents_environments.economy import policies
+from jaxagents_environments.economy.gtb.dynamics import marginal_rates
+from jaxagents_environments.economy.gtb.params import US_FEDERAL_RATES_2018
 
 from jaxagents.build import build_learner, make_env
 from jaxagents.cli import check_outputs  # output paths checked before computing
 from jaxagents.config import apply_overrides, read_yaml
-from jaxagents.learners import curriculum
+from jaxagents.learners.skeleton import curriculum
 from jaxagents.tracking import atomic_write
-from jaxagents_environments.economy import policies
-from jaxagents_environments.economy.gtb.dynamics import marginal_rates
-from jaxagents_environments.economy.gtb.params import US_FEDERAL_RATES_2018
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "ippo_gtb_planner.yaml")
 ARMS = ("free market", "US federal", "Saez", "best flat", "best 7-bracket", "learned planner")

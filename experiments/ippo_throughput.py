@@ -31,16 +31,16 @@ median over reps) for both and ours/theirs ratios.
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import sys
 import time
 
+import _reference  # experiments/_reference.py: a reference module loaded by path
 import jax
 import numpy as np
 
-import _reference  # experiments/_reference.py: a reference module loaded by path
+from jaxagents.cli import check_outputs  # output paths checked before computing
 
 args = None  # the parsed command line, set by main()
 

@@ -51,7 +51,6 @@ curve of their PQN impractical. It changes speed, not the function computed.
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import glob
 import json
 import math
@@ -62,6 +61,8 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxagents.cli import check_outputs  # output paths checked before computing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = os.path.join(HERE, "..", "baselines", "configs")

@@ -39,18 +39,18 @@ and written as JSON (``--out``); ``--plot`` draws every JSON given to it.
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import time
 
 import jax
 import jax.numpy as jnp
 import optax
+from jaxagents_environments.games.leduc import LeducPoker
 
+from jaxagents.cli import check_outputs  # output paths checked before computing
 from jaxagents.core import Discrete
 from jaxagents.evaluation import exploitability as X
 from jaxagents.nn import ActorCritic, NetworkConfig
-from jaxagents_environments.games.leduc import LeducPoker
 
 
 def probs_of(tree: X.GameTree, logits: jax.Array) -> jax.Array:

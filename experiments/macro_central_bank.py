@@ -20,7 +20,6 @@ Registers the id ``macro_central_bank`` in-process when the registry lacks it.
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import time
@@ -28,10 +27,11 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jaxagents_environments.economy.macro.taylor import taylor_action
+
 from jaxagents import runner
-from jaxagents.learners import ppo
+from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.learners.policy_gradient import ppo
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs")
 CONSTANTS = (-0.02, 0.0, 0.02, 0.04, 0.06, 0.08, 0.10)

@@ -27,7 +27,6 @@ agent steps = env steps x N.
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import time
@@ -35,11 +34,12 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jaxagents_environments.meanfield import solvers
 from jaxagents_environments.meanfield.policy_eval import policy_exploitability
+
 from jaxagents import runner
-from jaxagents.learners import ppo
+from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.learners.policy_gradient import ppo
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs")
 

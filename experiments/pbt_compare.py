@@ -27,7 +27,6 @@ written so far, both arms cut to the env steps both have reached):
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import subprocess
@@ -35,6 +34,8 @@ import sys
 import warnings
 
 import numpy as np
+
+from jaxagents.cli import check_outputs  # output paths checked before computing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, ".."))

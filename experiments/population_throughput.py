@@ -33,17 +33,17 @@ Prints (and writes, after every size) JSON.
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import sys
 import time
 
+import _reference  # experiments/_reference.py: a reference module loaded by path
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import _reference  # experiments/_reference.py: a reference module loaded by path
+from jaxagents.cli import check_outputs  # output paths checked before computing
 
 args = None  # the parsed command line, set by main()
 

@@ -26,7 +26,6 @@ over ``--random-envs`` environments x ``--random-steps`` steps (auto-reset).
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import shutil
@@ -39,6 +38,7 @@ import numpy as np
 
 import jaxagents
 from jaxagents import runner, tracking
+from jaxagents.cli import check_outputs  # output paths checked before computing
 from jaxagents.core.wrappers import VecEnv
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

@@ -11,32 +11,29 @@ end of each step (its own check), and the smallest end-of-step distance is taken
 poses. Residual: the largest violation of the filter's own pair rows left by its QP
 (m/s; for the robust option, of the robust rows), per filtering; iterations: per filtering.
 
-    python experiments/robots_filter_report.py --robots 4 --num-envs 1024 --steps 98 \\
-        --controls hold tick --json experiments_tmp/robots_filter_report.json
+    PYTHONPATH=experiments_tmp/jaxrobotarium_osqp python experiments/robots_filter_report.py \\
+        --robots 4 --num-envs 1024 --steps 98 --controls hold tick --json experiments_tmp/robots_filter_report.json
 
-JaxRobotarium (``--jaxrobotarium``, as in ``robots_vs_jaxrobotarium.py``) is optional:
-without it only our two filters are measured.
+JaxRobotarium is optional (``--filters guarded robust`` measures only ours); to include it,
+put its code on the import path as ``robots_vs_jaxrobotarium.py`` describes, e.g.
+``PYTHONPATH=experiments_tmp/jaxrobotarium_osqp`` for the filter JaxRobotarium pins
+(335fde9, ``jaxopt.OSQP``).
 """
 
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
-import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxagents_environments.robots import Navigation
+from jaxagents_environments.robots.arena import COLLISION_MARGIN, ROBOT_RADIUS
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from jaxagents_environments.robots import Navigation  # noqa: E402
-from jaxagents_environments.robots.arena import COLLISION_MARGIN, ROBOT_RADIUS  # noqa: E402
+from jaxagents.cli import check_outputs  # output paths checked before computing
 
 
 def parse():
@@ -50,7 +47,6 @@ def parse():
     a.add_argument("--filter-iters", type=int, default=None,
                    help="iterations (guarded) / iteration cap (robust); default 20 / 200")
     a.add_argument("--filter-tol", type=float, default=1e-4)
-    a.add_argument("--jaxrobotarium", default=os.path.join(ROOT, "experiments_tmp", "jaxrobotarium"))
     a.add_argument("--json", default=None)
     return check_outputs(a.parse_args())
 
@@ -101,9 +97,11 @@ def ours(a, barrier, control):
 
 
 def theirs(a, control):
-    from robots_vs_jaxrobotarium import import_theirs
+    from robots_vs_jaxrobotarium import (
+        import_theirs,  # this script's folder is on sys.path
+    )
 
-    Theirs = import_theirs(a.jaxrobotarium)
+    Theirs = import_theirs()
     env = Theirs(a.robots, max_steps=100, controller={"controller": "clf_uni_position", "barrier_fn": "robust_barriers"},
                  update_frequency=30, eval=control == "tick")
     agents, n, ne = list(env.agents), a.robots, a.num_envs

@@ -45,11 +45,11 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jaxagents_environments.economy import brackets as schedule
 from jaxagents_environments.economy import policies
 from jaxagents_environments.economy import taxation_optimum as topt
 from jaxagents_environments.economy.taxation import Taxation
+
 from jaxagents import runner
 from jaxagents.build import make_env
 

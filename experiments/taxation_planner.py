@@ -32,18 +32,18 @@ RESULT.json OUT.png`` redraws the figure from a saved ``--out``; other
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jaxagents_environments.economy import brackets as schedule
 from jaxagents_environments.economy import metrics, policies
 from jaxagents_environments.economy.labour import worker_utility
+
 from jaxagents import runner
+from jaxagents.cli import check_outputs  # output paths checked before computing
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "ippo_taxation.yaml")
 

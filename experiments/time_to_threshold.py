@@ -27,13 +27,13 @@ Sources:
 from __future__ import annotations
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import os
 import sys
 
 import numpy as np
 
+from jaxagents.cli import check_outputs  # output paths checked before computing
 from jaxagents.evaluation.curves import first_reach, window_mean
 
 

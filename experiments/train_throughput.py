@@ -13,7 +13,6 @@ update (best and median) and env-steps/s.
 """
 
 import argparse
-from jaxagents.cli import check_outputs  # output paths checked before computing
 import json
 import time
 
@@ -21,6 +20,8 @@ import jax
 import numpy as np
 
 from jaxagents import runner
+from jaxagents.cli import check_outputs  # output paths checked before computing
+
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

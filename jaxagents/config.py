@@ -39,14 +39,14 @@ from jaxagents.core.validate import check_bool, check_choice, check_float, check
 # every learner: its module (which has ``make_train``), the config class of its
 # ``train`` section, and the train fields the learner's name fixes; imported lazily
 LEARNER_MODULES = {
-    "selfplay": ("jaxagents.learners.selfplay", "SelfPlayConfig", {}),
-    "fcp": ("jaxagents.learners.fcp", "FCPConfig", {}),
-    "ippo": ("jaxagents.learners.ppo", "PPOConfig", {}),
-    "mappo": ("jaxagents.learners.ppo", "PPOConfig", {"central_critic": True}),
-    "pqn": ("jaxagents.learners.pqn", "PQNConfig", {}),
-    "iql": ("jaxagents.learners.qlearn", "QConfig", {"mixer": "none"}),
-    "vdn": ("jaxagents.learners.qlearn", "QConfig", {"mixer": "vdn"}),
-    "qmix": ("jaxagents.learners.qlearn", "QConfig", {"mixer": "qmix"}),
+    "selfplay": ("jaxagents.learners.policy_gradient.selfplay", "SelfPlayConfig", {}),
+    "fcp": ("jaxagents.learners.policy_gradient.fcp", "FCPConfig", {}),
+    "ippo": ("jaxagents.learners.policy_gradient.ppo", "PPOConfig", {}),
+    "mappo": ("jaxagents.learners.policy_gradient.ppo", "PPOConfig", {"central_critic": True}),
+    "pqn": ("jaxagents.learners.value_based.pqn", "PQNConfig", {}),
+    "iql": ("jaxagents.learners.value_based.qlearn", "QConfig", {"mixer": "none"}),
+    "vdn": ("jaxagents.learners.value_based.qlearn", "QConfig", {"mixer": "vdn"}),
+    "qmix": ("jaxagents.learners.value_based.qlearn", "QConfig", {"mixer": "qmix"}),
 }
 LEARNERS = tuple(LEARNER_MODULES)
 OPTIONAL_KEYS = ("name", "description")

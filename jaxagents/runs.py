@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxagents import runner
 from jaxagents.evaluation.crossplay import Policies, num_policies
-from jaxagents.learners.fcp import Partners, partners_from
+from jaxagents.learners.policy_gradient.fcp import Partners, partners_from
 
 
 def load_partners(run_dir: str, holdout: int) -> Partners:

@@ -353,7 +353,7 @@ import os, sys, time
 import jax
 from jaxagents.cli import main
 from jaxagents import runner
-from jaxagents.learners import selfplay
+from jaxagents.learners.policy_gradient import selfplay
 jax.devices()
 go, out = sys.argv[1], sys.argv[2]
 open(out + ".ready", "w").close()

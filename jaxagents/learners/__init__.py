@@ -1,20 +1,25 @@
 """Learners: ``make_train(config, env) -> Learner``, pure and jit-able.
 
-* ``interface``: the ``Learner`` every learner returns (``init``, ``update``,
-  ``evaluate``, the hyper-parameters a population may vary, a default fitness).
-* ``ppo``: IPPO and MAPPO (feed-forward or recurrent); other learners extend it
-  through ``ppo.Extension``.
-* ``selfplay``: one shared policy over all roles, RAE / per-role normalisation /
-  GAE / GRPO / GiGPO, opponent pools and leagues (``league``: prioritised fictitious
-  self-play), evaluation through the environment's capabilities.
-* ``fcp``: fictitious co-play (self-play partners with snapshots, then a best
-  response to the frozen pool).
-* ``pqn`` (PQN, PQN-VDN) and ``qlearn`` (IQL, VDN, QMIX with ``mixers`` and flashbax
-  ``replay``): value-based learners on shared ``qnets`` and ``qlambda``.
+The folders mirror the design; each may import only those above it in this list:
+
+* ``skeleton``: the ``Learner`` contract and what every learner shares (one rollout,
+  episode metrics, the data-parallel helpers, the traced optimiser, curricula);
+* ``partners``: partner and opponent parts (league, main exploiter, distilled
+  average policy), each its own state and update;
+* ``policy_gradient``: PPO (IPPO/MAPPO), the advantage estimators, self-play and
+  fictitious co-play;
+* ``value_based``: PQN, PQN-VDN, IQL, VDN and QMIX.
+
+A new learner goes in its family's folder; a new partner mechanism in ``partners``.
 """
 
-from jaxagents.learners.interface import Fitness, HParamSpec, Learner
-from jaxagents.learners.ppo import Extension, PPOConfig, TrainState, make_train
-from jaxagents.learners.update import HParams
+from jaxagents.learners.policy_gradient.ppo import (
+    Extension,
+    PPOConfig,
+    TrainState,
+    make_train,
+)
+from jaxagents.learners.policy_gradient.update import HParams
+from jaxagents.learners.skeleton.interface import Fitness, HParamSpec, Learner
 
 __all__ = ["Learner", "HParamSpec", "Fitness", "Extension", "PPOConfig", "TrainState", "HParams", "make_train"]

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxagents.core.validate import check_float, check_positive_int
-from jaxagents.learners.interface import Fitness, HParamSpec, Learner
+from jaxagents.learners.skeleton.interface import Fitness, HParamSpec, Learner
 from jaxagents.population import pbt as pbt_lib
 
 

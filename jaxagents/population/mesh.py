@@ -21,7 +21,7 @@ member by member (tested on CPU). Over ``data`` (the Anakin pattern) a member's
 per-environment leaves -- its train state's ``env``, split on the environment axis
 (``member_specs``) -- are divided among the devices and everything else is
 replicated; the learner's update all-reduces gradients and batch statistics over
-``data`` (``jaxagents.learners.ppo``), so its parameters stay identical on every
+``data`` (``jaxagents.learners.policy_gradient.ppo``), so its parameters stay identical on every
 device, and the result equals the one-device run to float rounding (tested).
 
 On CPU, several devices can be faked for tests and prototyping by setting

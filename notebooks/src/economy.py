@@ -17,7 +17,7 @@ a planner sets the marginal rates of a piecewise-linear income tax whose revenue
    and welfare metrics.
 2. **The environment at scale.** The `Taxation` env itself, 100,000 workers, one episode per schedule in one
    `jax.jit` + `lax.scan` program.
-3. **A learned planner.** IPPO (`jaxagents.learners.ppo`, a network per role) trains the planner and the workers
+3. **A learned planner.** IPPO (`jaxagents.learners.policy_gradient.ppo`, a network per role) trains the planner and the workers
    together in small economies; we compare the rates it learns with Saez's.
 
 Set `JAXAGENTS_SMALL=1` for a quick run (10,000 households, a few PPO updates)."""),
@@ -182,7 +182,7 @@ A small economy — workers and one planner, 20 tax periods of 4 worker steps pe
 inverse-income welfare (the welfare Saez's weights stand for), recalibrated labour cost. IPPO trains one
 actor-critic per role (`worker`, shared by all workers; `planner`), all inside one jit-compiled `train`; the
 workers learn their hours while the planner learns the rates (after a warm-up in which it stays random)."""),
-    new_code_cell("""from jaxagents.learners.ppo import PPOConfig, make_train
+    new_code_cell("""from jaxagents.learners.policy_gradient.ppo import PPOConfig, make_train
 
 WORKERS = 16 if SMALL else 32
 tax_env = Taxation(num_workers=WORKERS, brackets="three", period_length=4, num_periods=20, swf="inverse_income")

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import matplotlib.pyplot as plt
 import jaxagents
-from jaxagents.learners.selfplay import SelfPlayConfig, make_train
+from jaxagents.learners.policy_gradient.selfplay import SelfPlayConfig, make_train
 from jaxagents.population import PBTConfig, Population, make_mesh
 
 SMALL = os.environ.get("JAXAGENTS_SMALL") == "1"

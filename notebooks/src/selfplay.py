@@ -10,7 +10,7 @@ md("""
 # Self-play on Kuhn poker: role-conditioned advantages vs per-role normalisation vs no baseline
 
 One shared policy plays both seats of Kuhn poker, with the seat as an input
-(`jaxagents.learners.selfplay`). Kuhn is zero-sum and the seats are not symmetric:
+(`jaxagents.learners.policy_gradient.selfplay`). Kuhn is zero-sum and the seats are not symmetric:
 the first player's game value is −1/18. We train the same policy three ways, only the
 advantage estimator differs:
 
@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import matplotlib.pyplot as plt
 import jaxagents
-from jaxagents.learners.selfplay import SelfPlayConfig, make_train
+from jaxagents.learners.policy_gradient.selfplay import SelfPlayConfig, make_train
 
 SMALL = os.environ.get("JAXAGENTS_SMALL") == "1"
 env = jaxagents.make("kuhn_poker")

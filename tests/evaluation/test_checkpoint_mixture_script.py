@@ -12,7 +12,7 @@ import pytest
 import jaxagents
 from jaxagents import runner
 from jaxagents.evaluation.exploitability import exploitability, mixture_policy, policy_from_fn
-from jaxagents.learners.selfplay import ROLE
+from jaxagents.learners.policy_gradient.selfplay import ROLE
 
 TINY = dict(learner="selfplay", env={"id": "kuhn_poker"}, seed=3, num_seeds=2, checkpoint_every=1, keep_checkpoints=10,
             log={"progress": False},

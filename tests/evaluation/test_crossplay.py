@@ -14,7 +14,7 @@ import yaml
 import jaxagents
 from jaxagents import cli, runner
 from jaxagents.evaluation.crossplay import crossplay
-from jaxagents.learners.agents import Agents
+from jaxagents.learners.skeleton.agents import Agents
 from jaxagents.nn import NetworkConfig
 
 H = 10  # prisoner's dilemma rounds (default params)

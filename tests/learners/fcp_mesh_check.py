@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 import jaxagents
-from jaxagents.learners import fcp
+from jaxagents.learners.policy_gradient import fcp
 from jaxagents.population import Population, make_mesh
 
 PPO = dict(num_envs=8, num_steps=10, total_timesteps=8 * 10 * 4, update_epochs=1, num_minibatches=1, lr=1e-2,

@@ -46,7 +46,7 @@ def capture(cfg, updates: int = 2) -> dict:
     import numpy as np
 
     import jaxagents
-    from jaxagents.learners.selfplay import make_train
+    from jaxagents.learners.policy_gradient.selfplay import make_train
 
     train = make_train(cfg, jaxagents.make("kuhn_poker"))
     state = jax.jit(train.init)(jax.random.key(0))
@@ -74,7 +74,7 @@ def _reference_data():
 def record(path: str = PATH) -> None:
     ref = _reference_data()
     root = ref.require_checkout(COMMIT)  # before anything is computed
-    from jaxagents.learners.selfplay import SelfPlayConfig
+    from jaxagents.learners.policy_gradient.selfplay import SelfPlayConfig
 
     data = capture(SelfPlayConfig(**POOL))
     ref.require_modules_from(root)

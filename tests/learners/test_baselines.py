@@ -3,10 +3,10 @@ compile: building traces nothing but shapes), and ``jaxagents train`` finds one 
 name."""
 
 import pytest
+from jaxagents_baselines import configs, resolve
 
 from jaxagents import runner
 from jaxagents.cli import main as cli_main
-from jaxagents_baselines import configs, resolve
 
 
 @pytest.mark.parametrize("name", configs())

@@ -1,4 +1,4 @@
-"""Env-param schedules (``jaxagents.learners.curriculum``, ``PPOConfig.env_schedule``):
+"""Env-param schedules (``jaxagents.learners.skeleton.curriculum``, ``PPOConfig.env_schedule``):
 the config form is checked, the ramp is exact, and PPO's rollouts really run under the
 scheduled params (a one-step game whose reward is the scheduled param)."""
 
@@ -9,9 +9,9 @@ import pytest
 from flax import struct
 
 from jaxagents import Box, Discrete, Env, Role
-from jaxagents.learners import curriculum
-from jaxagents.learners.ppo import make_train
-from jaxagents.learners.ppo_config import PPOConfig
+from jaxagents.learners.policy_gradient.ppo import make_train
+from jaxagents.learners.policy_gradient.ppo_config import PPOConfig
+from jaxagents.learners.skeleton import curriculum
 
 
 @struct.dataclass

@@ -1,4 +1,4 @@
-"""Fictitious co-play (``jaxagents.learners.fcp``): stage 1's snapshots are exactly a
+"""Fictitious co-play (``jaxagents.learners.policy_gradient.fcp``): stage 1's snapshots are exactly a
 member's parameters at the snapshot updates; stage 2's partners stay frozen, are
 drawn per environment uniformly over the pool with the learner in either seat, are
 evaluated with held-out partners; resume is bit-identical; both stages run from
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from jaxagents.learners import fcp
+from jaxagents.learners.policy_gradient import fcp
 from jaxagents.population import Population
 
 SNAPS = (0, 2, 4)

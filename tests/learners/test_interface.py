@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 import jaxagents
-from jaxagents.learners import Extension, Fitness, HParams, HParamSpec, Learner, PPOConfig, make_train
-from jaxagents.learners import selfplay
+from jaxagents.learners import (
+    Extension,
+    Fitness,
+    HParams,
+    HParamSpec,
+    Learner,
+    PPOConfig,
+    make_train,
+)
+from jaxagents.learners.policy_gradient import selfplay
 
 TINY = dict(num_envs=4, num_steps=4, total_timesteps=4 * 4 * 2, update_epochs=1, num_minibatches=1)
 

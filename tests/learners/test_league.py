@@ -1,7 +1,7 @@
-"""The league (``jaxagents.learners.league``): PFSP weights in closed form, the payoff
+"""The league (``jaxagents.learners.partners.league``): PFSP weights in closed form, the payoff
 table from known outcomes, sampling frequencies, the ring buffer as one configuration
 of it (the same draws as the pre-league pool), the main exploiter
-(``jaxagents.learners.exploiter``: its draws, its loss's samples, its resets), training,
+(``jaxagents.learners.partners.exploiter``: its draws, its loss's samples, its resets), training,
 resume and populations."""
 
 import os
@@ -14,9 +14,9 @@ from flax import struct
 
 import jaxagents
 from jaxagents.core.wrappers.autoreset import fold_in_each
-from jaxagents.learners import exploiter as X
-from jaxagents.learners import league as L
-from jaxagents.learners.selfplay import ROLE, SelfPlayConfig, make_train
+from jaxagents.learners.partners import exploiter as X
+from jaxagents.learners.partners import league as L
+from jaxagents.learners.policy_gradient.selfplay import ROLE, SelfPlayConfig, make_train
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "data", "selfplay_pool_reference.npz")
 
@@ -159,9 +159,9 @@ def test_exploiter_fits_its_own_finished_moves_only():
     happens on every other sample (the main agent's moves, another opponent's
     environment, an unfinished episode, a seat that is not to move) changes nothing."""
     env = jaxagents.make("kuhn_poker")
-    from jaxagents.learners.agents import Agents
-    from jaxagents.learners.rollout import Transition
-    from jaxagents.learners.selfplay import merge
+    from jaxagents.learners.policy_gradient.selfplay import merge
+    from jaxagents.learners.skeleton.agents import Agents
+    from jaxagents.learners.skeleton.rollout import Transition
 
     merged = merge(env)
     agents = Agents(merged, SelfPlayConfig().ppo.network)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxagents.learners.mixers import VDN, QMix, make_mixer
+from jaxagents.learners.value_based.mixers import VDN, QMix, make_mixer
 
 N, G = 4, 6  # agents, global-state width
 MIXER = QMix(embed=8, hyper_hidden=16)

@@ -78,7 +78,7 @@ def test_post_hidden_layers_after_the_gru():
 
 
 def test_clip_by_stream_norm_clips_actor_and_critic_apart():
-    from jaxagents.learners.update import clip_by_stream_norm
+    from jaxagents.learners.skeleton.optim import clip_by_stream_norm
 
     g = {"params": {"actor": {"w": jnp.full((4,), 3.0)}, "pi": {"b": jnp.zeros((2,))},
                     "critic": {"w": jnp.full((4,), 0.1)}, "v": {"b": jnp.full((1,), 0.1)}}}

@@ -10,7 +10,7 @@ import pytest
 
 import jaxagents
 from jaxagents.learners import HParams, PPOConfig, make_train
-from jaxagents.learners.update import Batch, role_loss, subsample_agents
+from jaxagents.learners.policy_gradient.update import Batch, role_loss, subsample_agents
 
 DEFECT = 1  # prisoner's dilemma: action 1 is the dominant one
 
@@ -139,7 +139,7 @@ def test_subsample_agents_keeps_whole_agent_slots():
 def test_role_gamma_overrides_the_discount_of_one_role():
     from types import SimpleNamespace
 
-    from jaxagents.learners import estimators
+    from jaxagents.learners.policy_gradient import estimators
 
     t, e, n = 4, 1, 2
     rng = np.random.default_rng(0)
@@ -205,7 +205,7 @@ def test_role_promises_drop_weights_and_masks_but_not_results(monkeypatch):
     minibatches without masks or sample weights (None: a plain mean, an unmasked
     softmax) -- and to the same parameters as the same game without the promises,
     where the all-True masks and all-one weights are carried and applied."""
-    from jaxagents.learners import ppo
+    from jaxagents.learners.policy_gradient import ppo
 
     seen = []
     real = ppo.ppo_epochs

@@ -18,8 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxagents
-from jaxagents.learners.pqn import PQNConfig, make_train
-from jaxagents.learners.qnets import QNetworkConfig, epsilon_greedy, epsilon_schedule, greedy, masked_max
+from jaxagents.learners.value_based.pqn import PQNConfig, make_train
+from jaxagents.learners.value_based.qnets import (
+    QNetworkConfig,
+    epsilon_greedy,
+    epsilon_schedule,
+    greedy,
+    masked_max,
+)
 
 A = 5
 
@@ -73,7 +79,7 @@ def test_conv_same_is_a_same_convolution(k):
 
 
 def test_greedy_act_follows_the_actor_critic_contract():
-    from jaxagents.learners.qnets import QAgents
+    from jaxagents.learners.value_based.qnets import QAgents
 
     env = jaxagents.make("stag_hunt")
     qa = QAgents(env, QNetworkConfig(hidden=(4,)))
@@ -231,9 +237,9 @@ def test_turn_based_rollout_respects_masks_and_turns():
     exploring rollout (eps = 0.5) never plays an illegal cell, and the targets of the
     waiting player's steps are 0 (excluded)."""
     from jaxagents.core.wrappers import VecEnv
-    from jaxagents.learners.qlambda import q_lambda
-    from jaxagents.learners.qnets import QAgents, collect
-    from jaxagents.learners.rollout import init_carry
+    from jaxagents.learners.skeleton.rollout import init_carry
+    from jaxagents.learners.value_based.qlambda import q_lambda
+    from jaxagents.learners.value_based.qnets import QAgents, collect
 
     env = jaxagents.make("tic_tac_toe")
     qa = QAgents(env, QNetworkConfig(hidden=(8,)))

@@ -6,7 +6,7 @@ lambda-weighted mixture of n-step returns) on random data, and turn-based
 import numpy as np
 import pytest
 
-from jaxagents.learners.qlambda import q_lambda
+from jaxagents.learners.value_based.qlambda import q_lambda
 
 
 def test_hand_computed_termination_and_truncation():

@@ -1,4 +1,4 @@
-"""IQL, VDN and QMIX (``jaxagents.learners.qlearn``).
+"""IQL, VDN and QMIX (``jaxagents.learners.value_based.qlearn``).
 
 * On a one-shot stag hunt whose actions are ordered so that the team optimum is
   *not* action 0 (the greedy tie-break), VDN finds the optimal joint action
@@ -20,14 +20,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxagents_environments.games.matrix import MatrixGame
 
 import jaxagents
-from jaxagents.core.types import Role
 from jaxagents.core.spaces import Discrete
-from jaxagents.learners.qlearn import QConfig, make_train, next_values, td_loss
-from jaxagents.learners.qnets import greedy
+from jaxagents.core.types import Role
+from jaxagents.learners.value_based.qlearn import (
+    QConfig,
+    make_train,
+    next_values,
+    td_loss,
+)
+from jaxagents.learners.value_based.qnets import greedy
 from jaxagents.population import PBTConfig, Population
-from jaxagents_environments.games.matrix import MatrixGame
 
 # actions (hare, stag, feast); payoff[player, row action, column action]. Hare pays 3
 # whatever the partner does, stag pays 4 with a stag partner and 0 alone; feast pays 9

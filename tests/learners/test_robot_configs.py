@@ -4,11 +4,11 @@ compiled: the runs themselves are in docs/results_robots.md)."""
 from pathlib import Path
 
 import pytest
-
 from jaxagents_environments.robots.scenario import RobotScenario
+
 from jaxagents import runner
 from jaxagents.core import Discrete
-from jaxagents.learners import ppo
+from jaxagents.learners.policy_gradient import ppo
 
 CONFIGS = Path(__file__).resolve().parents[2] / "baselines" / "configs"
 SCENARIOS = ("navigation", "foraging", "predator_prey", "discovery", "material_transport", "warehouse",

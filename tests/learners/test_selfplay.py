@@ -9,7 +9,7 @@ import pytest
 
 import jaxagents
 from jaxagents.evaluation.exploitability import exploitability, uniform_policy
-from jaxagents.learners.selfplay import ROLE, SelfPlayConfig, make_train
+from jaxagents.learners.policy_gradient.selfplay import ROLE, SelfPlayConfig, make_train
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_pool_is_evaluated_as_one_mixed_strategy(kuhn_run):
     """``eval/pool/exploitability``: the pool's filled slots as one mixed strategy, the
     same number as the mixture of the slots' tables computed from the game tree."""
     from jaxagents.evaluation.exploitability import mixture_policy, policy_from_fn
-    from jaxagents.learners.selfplay import merge
+    from jaxagents.learners.policy_gradient.selfplay import merge
 
     train, state, metrics, _ = kuhn_run
     pool_expl = np.asarray(metrics["eval/pool/exploitability"])
@@ -117,10 +117,10 @@ def test_distilled_policy_fits_the_learners_own_action_frequencies():
     80% of the time, the distilled policy plays action 0 with probability 0.8: samples of
     seats that did not move (``active``) or were not the learner (``learner``) -- all
     action 1 here -- carry no weight."""
-    from jaxagents.learners import average_policy as AP
-    from jaxagents.learners.agents import Agents
-    from jaxagents.learners.rollout import Transition
-    from jaxagents.learners.selfplay import merge
+    from jaxagents.learners.partners import average_policy as AP
+    from jaxagents.learners.policy_gradient.selfplay import merge
+    from jaxagents.learners.skeleton.agents import Agents
+    from jaxagents.learners.skeleton.rollout import Transition
     from jaxagents.nn import NetworkConfig
 
     merged = merge(jaxagents.make("kuhn_poker"))
@@ -195,8 +195,9 @@ def test_tic_tac_toe_exact_minimax_evaluation_through_merged_roles():
     a bad one does (the evaluator itself: tests/environments/games/test_tic_tac_toe_exact.py)."""
     from jaxagents_environments.games.tic_tac_toe_exact import board_observation
     from jaxagents_environments.games.tic_tac_toe_minimax import minimax_q
+
     from jaxagents.core.wrappers import FlattenObservation
-    from jaxagents.learners.selfplay import merge
+    from jaxagents.learners.policy_gradient.selfplay import merge
 
     env = jaxagents.make("tic_tac_toe")
     merged = merge(env)

@@ -13,10 +13,12 @@ import jax
 import numpy as np
 
 import jaxagents
-from jaxagents.learners import PPOConfig, ppo, selfplay
-from jaxagents.learners.pqn import PQNConfig
-from jaxagents.learners.pqn import make_train as make_pqn
-from jaxagents.learners.selfplay import SelfPlayConfig
+from jaxagents.learners import PPOConfig
+from jaxagents.learners.policy_gradient import ppo
+from jaxagents.learners.policy_gradient import selfplay
+from jaxagents.learners.value_based.pqn import PQNConfig
+from jaxagents.learners.value_based.pqn import make_train as make_pqn
+from jaxagents.learners.policy_gradient.selfplay import SelfPlayConfig
 from jaxagents.population import Population, make_mesh
 
 E, T, U = 16, 16, 3  # environments, steps, updates

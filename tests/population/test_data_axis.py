@@ -13,10 +13,12 @@ import pytest
 
 import jaxagents
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners import PPOConfig, ppo, selfplay
-from jaxagents.learners.agents import Agents
-from jaxagents.learners.rollout import collect, init_carry
-from jaxagents.learners.selfplay import SelfPlayConfig
+from jaxagents.learners import PPOConfig
+from jaxagents.learners.policy_gradient import ppo
+from jaxagents.learners.policy_gradient import selfplay
+from jaxagents.learners.skeleton.agents import Agents
+from jaxagents.learners.skeleton.rollout import collect, init_carry
+from jaxagents.learners.policy_gradient.selfplay import SelfPlayConfig
 from jaxagents.nn import NetworkConfig
 from jaxagents.population import Population
 from jaxagents.population.mesh import check_mesh

@@ -28,7 +28,7 @@ import optax
 from flax import struct
 
 from jaxagents.core.validate import check_float, check_positive_int
-from jaxagents.learners.update import full_batch_steps
+from jaxagents.learners.skeleton.optim import full_batch_steps
 
 
 @dataclasses.dataclass(frozen=True)

@@ -69,15 +69,33 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxagents.core.validate import check_bool, check_choice, check_float, check_int, check_positive_int
+from jaxagents.core.validate import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_positive_int,
+)
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners.interface import Fitness, Learner, hparam_space, hparams_from_config
-from jaxagents.learners.mixers import MIXERS, make_mixer
-from jaxagents.learners.ppo import episode_metrics
-from jaxagents.learners.qnets import QAgents, QNetworkConfig, epsilon_greedy, epsilon_schedule, greedy, masked_max
-from jaxagents.learners.replay import Replay, ReplayState, Step
-from jaxagents.learners.rollout import EnvCarry, init_carry
-from jaxagents.learners.update import make_optimizer
+from jaxagents.learners.skeleton.interface import (
+    Fitness,
+    Learner,
+    hparam_space,
+    hparams_from_config,
+)
+from jaxagents.learners.skeleton.metrics import episode_metrics
+from jaxagents.learners.skeleton.optim import make_optimizer
+from jaxagents.learners.skeleton.rollout import EnvCarry, init_carry
+from jaxagents.learners.value_based.mixers import MIXERS, make_mixer
+from jaxagents.learners.value_based.qnets import (
+    QAgents,
+    QNetworkConfig,
+    epsilon_greedy,
+    epsilon_schedule,
+    greedy,
+    masked_max,
+)
+from jaxagents.learners.value_based.replay import Replay, ReplayState, Step
 
 TEAM_REWARDS = ("mean", "sum")
 
@@ -221,7 +239,7 @@ class TrainState:
 
 
 class Episodes(NamedTuple):
-    """What ``ppo.episode_metrics`` reads of a rollout, one role, ``[T, E, n]``."""
+    """What ``episode_metrics`` reads of a rollout, one role, ``[T, E, n]``."""
 
     terminated: jax.Array
     truncated: jax.Array
@@ -257,7 +275,7 @@ def td_loss(q_taken, q_next, reward, terminated, weight, gamma):
 
 def make_train(config: QConfig, env, env_params=None, callback: Callable | None = None, data_axis: str | None = None,
                data_shards: int = 1) -> Learner:
-    """Build the learner (``jaxagents.learners.interface.Learner``).
+    """Build the learner (``jaxagents.learners.skeleton.interface.Learner``).
 
     Args:
         config: ``QConfig``.

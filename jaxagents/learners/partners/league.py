@@ -50,7 +50,7 @@ from flax import struct
 
 from jaxagents.core.validate import check_choice, check_float
 from jaxagents.core.wrappers.autoreset import fold_in_each
-from jaxagents.learners.exploiter import ExploiterConfig
+from jaxagents.learners.partners.exploiter import ExploiterConfig
 
 
 def _uniform(p):

@@ -9,9 +9,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxagents.core.validate import check_choice, check_float, check_int, check_positive_int
-from jaxagents.learners import curriculum, estimators
-from jaxagents.learners.update import OPTIMIZERS
+from jaxagents.core.validate import (
+    check_choice,
+    check_float,
+    check_int,
+    check_positive_int,
+)
+from jaxagents.learners.policy_gradient import estimators
+from jaxagents.learners.policy_gradient.update import OPTIMIZERS
+from jaxagents.learners.skeleton import curriculum
 from jaxagents.nn import NetworkConfig
 
 

@@ -55,12 +55,28 @@ from flax import struct
 from jaxagents.core.rng import permutation
 from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners.interface import Fitness, Learner, hparam_space, hparams_from_config
-from jaxagents.learners.ppo import _check_shaped_reward, check_data_shards, episode_metrics, local_env_ids
-from jaxagents.learners.qlambda import q_lambda
-from jaxagents.learners.qnets import QAgents, QNetworkConfig, collect, epsilon_schedule
-from jaxagents.learners.rollout import EnvCarry, init_carry, shaped_reward
-from jaxagents.learners.update import make_optimizer
+from jaxagents.learners.skeleton.data_parallel import check_data_shards, local_env_ids
+from jaxagents.learners.skeleton.interface import (
+    Fitness,
+    Learner,
+    hparam_space,
+    hparams_from_config,
+)
+from jaxagents.learners.skeleton.metrics import episode_metrics
+from jaxagents.learners.skeleton.optim import make_optimizer
+from jaxagents.learners.skeleton.rollout import (
+    EnvCarry,
+    check_shaped_reward,
+    init_carry,
+    shaped_reward,
+)
+from jaxagents.learners.value_based.qlambda import q_lambda
+from jaxagents.learners.value_based.qnets import (
+    QAgents,
+    QNetworkConfig,
+    collect,
+    epsilon_schedule,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +193,7 @@ class TrainState:
 
 def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | None = None,
                data_axis: str | None = None, data_shards: int = 1) -> Learner:
-    """Build the learner (``jaxagents.learners.interface.Learner``).
+    """Build the learner (``jaxagents.learners.skeleton.interface.Learner``).
 
     Args:
         config: ``PQNConfig``.
@@ -204,7 +220,7 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         what = "num_envs / data_shards" if cfg.network.recurrent else "num_envs / data_shards * num_steps"
         raise ValueError(f"num_minibatches={cfg.num_minibatches} must divide each device's {what} = {local_samples}")
     if cfg.shaped_reward is not None:
-        _check_shaped_reward(env, env_params, cfg.shaped_reward)
+        check_shaped_reward(env, env_params, cfg.shaped_reward)
     qagents = QAgents(env, cfg.network)
     roles = list(qagents.roles)
     recurrent, vdn = cfg.network.recurrent, cfg.vdn

@@ -35,8 +35,8 @@ from __future__ import annotations
 import flashbax as fbx
 import jax
 import jax.numpy as jnp
-from flax import struct
 from flashbax.buffers.trajectory_buffer import TrajectoryBufferState
+from flax import struct
 
 from jaxagents.core.validate import check_positive_int
 

@@ -45,9 +45,9 @@ from flax import struct
 from jaxagents.core.validate import check_int, check_positive_int
 from jaxagents.core.wrappers.autoreset import fold_in_each
 from jaxagents.evaluation.crossplay import make_play
-from jaxagents.learners import ppo
-from jaxagents.learners.agents import Agents
-from jaxagents.learners.interface import Fitness, Learner
+from jaxagents.learners.policy_gradient import ppo
+from jaxagents.learners.skeleton.agents import Agents
+from jaxagents.learners.skeleton.interface import Fitness, Learner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +126,7 @@ def view(env):
     """The environment both stages play: ``env`` with one role, else its self-play view."""
     if len(env.roles) == 1:
         return env
-    from jaxagents.learners.selfplay import merge
+    from jaxagents.learners.policy_gradient.selfplay import merge
 
     return merge(env)
 

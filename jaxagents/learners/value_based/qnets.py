@@ -60,7 +60,7 @@ from jaxagents.core.branch import branch
 from jaxagents.core.spaces import Discrete
 from jaxagents.core.validate import check_bool, check_choice, check_positive_int
 from jaxagents.core.wrappers.autoreset import fold_in_each
-from jaxagents.learners.rollout import EnvCarry
+from jaxagents.learners.skeleton.rollout import EnvCarry
 from jaxagents.nn import GRU
 from jaxagents.nn.init import orthogonal
 from jaxagents.nn.torsos import ACTIVATIONS, ConvSame, activation

@@ -22,7 +22,7 @@ from flax import struct
 from jaxagents.advantages import hash_rows
 from jaxagents.core.branch import branch
 from jaxagents.core.wrappers.autoreset import fold_in_each
-from jaxagents.learners.agents import with_time_axis
+from jaxagents.learners.skeleton.agents import with_time_axis
 
 
 @struct.dataclass
@@ -124,7 +124,7 @@ def collect(
     """Run ``num_steps`` batched steps.
 
     Args:
-        agents: ``jaxagents.learners.agents.Agents``.
+        agents: ``jaxagents.learners.skeleton.agents.Agents``.
         vec: a ``VecEnv`` (with ``final_obs=True`` when ``bootstrap_truncated``).
         params: ``{role: params}`` of the learning policies.
         reward_fn: optional ``(timestep, role) -> f32[E, n]`` added to the reward
@@ -252,3 +252,12 @@ def shaped_reward(name: str | None, horizon: float, steps_per_update: int, updat
         return coef * (x[role] if isinstance(x, dict) else x)
 
     return fn
+
+
+def check_shaped_reward(env, env_params, name: str) -> None:
+    """``shaped_reward`` must name an entry of the env's ``info`` (the same keys
+    after reset and step, by the env contract; checked on an abstract reset:
+    nothing is compiled)."""
+    info = jax.eval_shape(lambda k: env.reset(k, env_params)[1].info, jax.random.key(0))
+    if name not in info:
+        raise ValueError(f"shaped_reward={name!r} names no info entry of {env.name}; its info has {sorted(info)}")

@@ -14,11 +14,11 @@ With probability ``pool_prob`` an environment's episode pits the learner (one
 random seat) against a uniformly drawn pool member (the other seats); the learner
 trains only on its own seats' samples. Pools need a feed-forward network.
 
-A league (``league``: a ``LeagueConfig``, ``jaxagents.learners.league``) generalises
+A league (``league``: a ``LeagueConfig``, ``jaxagents.learners.partners.league``) generalises
 the pool: the snapshots are drawn with prioritised fictitious self-play weights from a
 payoff table of win rates kept in the train state, in a mix of self-play, PFSP and
 latest-snapshot games, and optionally against the league's main exploiter
-(``LeagueConfig.exploiter``, ``jaxagents.learners.exploiter``: a second network that
+(``LeagueConfig.exploiter``, ``jaxagents.learners.partners.exploiter``: a second network that
 trains only against the main agent). The plain pool is the league's
 ``ring_buffer(pool_prob)`` configuration (uniform weights, no payoff table), with the
 same random draws.
@@ -43,7 +43,7 @@ On Leduc hold'em it does not help: with ``w = 1`` the policy collapses, with
 ``w = 0.5`` it ends level with the entropy alone (docs/results_partners.md).
 
 A distilled average policy (``average_policy``: an ``AveragePolicyConfig``,
-``jaxagents.learners.average_policy``): a second network of the same architecture,
+``jaxagents.learners.partners.average_policy``): a second network of the same architecture,
 trained after every update by cross-entropy on the actions the learner's own seats took
 in the rollout -- the reach-weighted average of the iterates' policies that NFSP's
 average network keeps -- and evaluated exactly under ``eval/distilled/...``.
@@ -85,14 +85,15 @@ from flax import struct
 
 from jaxagents.core.validate import check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
-from jaxagents.learners import average_policy as avg_lib
-from jaxagents.learners import exploiter as exploiter_lib
-from jaxagents.learners import league as league_lib
-from jaxagents.learners import ppo
-from jaxagents.learners.agents import Agents
-from jaxagents.learners.interface import Fitness, Learner
-from jaxagents.learners.average_policy import AveragePolicyConfig
-from jaxagents.learners.league import LeagueConfig
+from jaxagents.learners.partners import average_policy as avg_lib
+from jaxagents.learners.partners import exploiter as exploiter_lib
+from jaxagents.learners.partners import league as league_lib
+from jaxagents.learners.partners.average_policy import AveragePolicyConfig
+from jaxagents.learners.partners.league import LeagueConfig
+from jaxagents.learners.policy_gradient import ppo
+from jaxagents.learners.skeleton.agents import Agents
+from jaxagents.learners.skeleton.data_parallel import local_env_ids
+from jaxagents.learners.skeleton.interface import Fitness, Learner
 
 ROLE = "agents"
 MAGNETS = ("uniform", "average")  # what the ent_coef regulariser pulls the policy towards
@@ -378,7 +379,7 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
         """The payoff table after this update's finished games against snapshots, those
         games, the update's draws, and the main agent's ``(wins, games)`` against the
         exploiter."""
-        env_ids = ppo.local_env_ids(data_axis, data_shards, local_envs)  # as the rollout's opponents saw them
+        env_ids = local_env_ids(data_axis, data_shards, local_envs)  # as the rollout's opponents saw them
         d = draws(state, None, state.update - 1, env_ids)
         wins, games = league_lib.outcomes(traj[ROLE], d, cfg.pool_size, data_axis)
         K = cfg.pool_size

@@ -18,8 +18,8 @@ does not see.
 
 from __future__ import annotations
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 KEYS = ("from", "to", "start", "end")
 

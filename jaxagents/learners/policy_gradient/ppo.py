@@ -18,7 +18,7 @@ leader that adapts slower than its followers, or followers trained first against
 random leader (the taxation planner's curriculum); ``role_gamma`` gives a role its
 own discount (myopic followers whose actions only change their current reward).
 
-``make_train`` returns a ``Learner`` (``jaxagents.learners.interface``):
+``make_train`` returns a ``Learner`` (``jaxagents.learners.skeleton.interface``):
 ``init(key, hparams)``, ``update(state, hparams)`` (one update, so a runner can
 checkpoint between segments), ``evaluate(state, key)``; ``learner(key)`` is exactly
 ``init`` followed by ``num_updates`` updates. Other learners extend this one through
@@ -53,12 +53,28 @@ from flax import struct
 
 from jaxagents.core.validate import check_positive_int
 from jaxagents.core.wrappers import VecEnv
-from jaxagents.learners import curriculum, estimators
-from jaxagents.learners.agents import Agents
-from jaxagents.learners.interface import Fitness, Learner
-from jaxagents.learners.ppo_config import PPOConfig
-from jaxagents.learners.rollout import EnvCarry, collect, init_carry, shaped_reward
-from jaxagents.learners.update import Batch, HParams, hparam_space, make_optimizer, ppo_epochs, subsample_agents
+from jaxagents.learners.policy_gradient import estimators
+from jaxagents.learners.policy_gradient.ppo_config import PPOConfig
+from jaxagents.learners.policy_gradient.update import (
+    Batch,
+    HParams,
+    hparam_space,
+    ppo_epochs,
+    subsample_agents,
+)
+from jaxagents.learners.skeleton import curriculum
+from jaxagents.learners.skeleton.agents import Agents
+from jaxagents.learners.skeleton.data_parallel import check_data_shards, local_env_ids
+from jaxagents.learners.skeleton.interface import Fitness, Learner
+from jaxagents.learners.skeleton.metrics import episode_metrics, slot_name_set
+from jaxagents.learners.skeleton.optim import make_optimizer
+from jaxagents.learners.skeleton.rollout import (
+    EnvCarry,
+    check_shaped_reward,
+    collect,
+    init_carry,
+    shaped_reward,
+)
 
 
 @struct.dataclass
@@ -77,25 +93,6 @@ class TrainState:
 def role_index(env) -> tuple[dict, int]:
     """IPPO: slot -> role index, one index per role."""
     return {r: jnp.full((role.num_agents,), i, jnp.int32) for i, (r, role) in enumerate(env.roles.items())}, len(env.roles)
-
-
-def episode_metrics(traj: dict, slot_names: dict | None = None, axis_name=None) -> dict:
-    """Mean return of the episodes that finished in this rollout, per role -- or per
-    name in ``slot_names[role]`` (one name per agent slot; self-play names the merged
-    slots after the original roles, whose returns would otherwise average to 0).
-    With ``axis_name`` the sums and counts are summed over the data axis with ``psum``."""
-    total = (lambda x: x) if axis_name is None else (lambda x: jax.lax.psum(x, axis_name))  # noqa: E731
-    m = {}
-    for role, tr in traj.items():
-        done = (tr.terminated | tr.truncated)[..., 0]  # [T, E]
-        n = total(jnp.sum(done))
-        names = (slot_names or {}).get(role)
-        groups = {role: slice(None)} if names is None else {k: [i for i, x in enumerate(names) if x == k] for k in dict.fromkeys(names)}
-        for name, idx in groups.items():
-            ret = tr.episode_return[..., idx].mean(-1)
-            m[f"episode_return/{name}"] = total(jnp.sum(jnp.where(done, ret, 0.0))) / jnp.maximum(n, 1)
-        m["episodes"] = n
-    return m
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,35 +155,9 @@ def _check_minibatches(cfg: PPOConfig, env, data_shards: int = 1) -> None:
             )
 
 
-def check_data_shards(num_envs: int, data_axis: str | None, data_shards) -> int:
-    """The number of devices one learner's environments are split over (one-line errors)."""
-    data_shards = check_positive_int("data_shards", data_shards)
-    if data_axis is not None and not isinstance(data_axis, str):
-        raise ValueError(f"data_axis must be the name of a mesh axis (e.g. 'data') or None, got {data_axis!r}")
-    if data_shards > 1 and data_axis is None:
-        raise ValueError(f"data_shards={data_shards} needs data_axis, the mesh axis the environments are split over (e.g. 'data')")
-    if num_envs % data_shards:
-        raise ValueError(f"data_shards={data_shards} must divide num_envs={num_envs} (each device runs num_envs / data_shards environments)")
-    return data_shards
-
-
-def local_env_ids(data_axis: str | None, data_shards: int, local_envs: int) -> jax.Array | None:
-    """Inside an update: the global indices ``i32[local_envs]`` of this device's
-    environments on the data axis (None without one). Outside a ``shard_map`` over
-    ``data_axis``: a one-line error saying how to run the learner."""
-    if data_axis is None:
-        return None
-    try:
-        shard = jax.lax.axis_index(data_axis)
-    except NameError:
-        raise ValueError(f"this learner splits its environments over the mesh axis {data_axis!r}: run its update under "
-                         f"shard_map over that axis, e.g. Population(learner, P, mesh=make_mesh(data={data_shards}))") from None
-    return shard * local_envs + jnp.arange(local_envs)
-
-
 def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | None = None,
                extension: Extension | None = None, data_axis: str | None = None, data_shards: int = 1) -> Learner:
-    """Build the learner (``jaxagents.learners.interface.Learner``).
+    """Build the learner (``jaxagents.learners.skeleton.interface.Learner``).
 
     Args:
         config: ``PPOConfig``.
@@ -245,7 +216,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
     role_ids, num_role_ids = ext.role_ids or role_index(env)
     steps_per_update = cfg.num_envs * num_steps
     if cfg.shaped_reward is not None:
-        _check_shaped_reward(env, env_params, cfg.shaped_reward)
+        check_shaped_reward(env, env_params, cfg.shaped_reward)
 
     def shaped(update):
         return shaped_reward(cfg.shaped_reward, cfg.shaped_reward_horizon, steps_per_update, update)
@@ -319,7 +290,7 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         _, traj, _ = collect(agents, vec_eval, eval_params, state.params, carry, k1, num_steps or cfg.num_steps, start_hash=False)
         return {f"eval/{k}": v for k, v in episode_metrics(traj, ext.slot_names).items()}
 
-    returns = sorted({f"episode_return/{n}" for n in _slot_name_set(env, ext.slot_names)})
+    returns = sorted({f"episode_return/{n}" for n in slot_name_set(env, ext.slot_names)})
     return Learner(
         init=init,
         update=update,
@@ -337,18 +308,3 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
     )
 
 
-def _slot_name_set(env, slot_names: dict | None) -> list[str]:
-    """The names ``episode_metrics`` reports returns under."""
-    out = []
-    for role in env.roles:
-        out.extend((slot_names or {}).get(role) or [role])
-    return list(dict.fromkeys(out))
-
-
-def _check_shaped_reward(env, env_params, name: str) -> None:
-    """``shaped_reward`` must name an entry of the env's ``info`` (the same keys
-    after reset and step, by the env contract; checked on an abstract reset:
-    nothing is compiled)."""
-    info = jax.eval_shape(lambda k: env.reset(k, env_params)[1].info, jax.random.key(0))
-    if name not in info:
-        raise ValueError(f"shaped_reward={name!r} names no info entry of {env.name}; its info has {sorted(info)}")

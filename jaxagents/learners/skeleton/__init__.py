@@ -1,0 +1,12 @@
+"""What every learner shares, and all a learner or a partner part may import besides
+``jaxagents.core``, ``jaxagents.nn`` and ``jaxagents.advantages``:
+
+* ``interface``: the ``Learner`` contract, hyper-parameter specs (``HParamSpec``,
+  ``hparam_space``) and ``Fitness``;
+* ``agents``: one network per role (``Agents``), observations to actions and values;
+* ``rollout``: the environment carry and the one rollout (``collect``), shaped rewards;
+* ``metrics``: episode returns per role or agent slot;
+* ``data_parallel``: one learner's environments split over a mesh axis;
+* ``optim``: the traced optimiser (Adam/SGD after clipping) and full-batch fits;
+* ``curriculum``: environment parameters on a schedule of updates.
+"""

@@ -1,0 +1,3 @@
+"""The value-based family: ``pqn`` (PQN, PQN-VDN: Q(lambda) on parallel rollouts,
+``qlambda``) and ``qlearn`` (IQL, VDN, QMIX from a flashbax ``replay`` with ``mixers``),
+on shared Q-networks (``qnets``)."""
