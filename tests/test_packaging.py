@@ -122,3 +122,23 @@ def test_experiment_scripts_do_nothing_on_import():
                     isinstance(n, ast.Call) and "parse_args" in ast.unparse(n.func) for n in ast.walk(node)):
                 offenders.append(f"{path.name}:{node.lineno}: parses the command line on import")
     assert not offenders, offenders
+
+
+def test_learner_folders_import_in_one_direction():
+    """``jaxagents/learners/``: ``skeleton`` imports no other learner folder, the
+    ``partners`` parts import only the skeleton, and the two families never import
+    each other (what they share lives in the skeleton)."""
+    forbidden = {
+        "skeleton": ("partners", "policy_gradient", "value_based"),
+        "partners": ("policy_gradient", "value_based"),
+        "value_based": ("policy_gradient",),
+        "policy_gradient": ("value_based",),
+    }
+    offenders = []
+    for folder, banned in forbidden.items():
+        for path in (ROOT / "jaxagents" / "learners" / folder).rglob("*.py"):
+            for module in _jaxagents_imports(path):
+                parts = module.split(".")
+                if parts[:2] == ["jaxagents", "learners"] and (len(parts) == 2 or parts[2] in banned):
+                    offenders.append(f"{path.relative_to(ROOT)}: {module}")
+    assert not offenders, offenders

@@ -14,7 +14,7 @@ probabilities of the mix (``LeagueConfig.self_play / pfsp / latest``, summing to
   ``"uniform"`` 1 (classic fictitious self-play);
 * latest: the newest snapshot;
 * exploiter (optional, ``LeagueConfig.exploiter``): the league's main exploiter, a
-  second network that trains only against the main agent (``learners.exploiter``).
+  second network that trains only against the main agent (``partners.exploiter``).
 
 Outside self-play games the main agent takes one random seat and trains only on
 that seat's samples; the snapshot plays the others.
