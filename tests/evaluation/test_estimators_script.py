@@ -22,17 +22,6 @@ def write_run(tmp_path, name, rows):
     return str(d)
 
 
-def synthetic_rows():
-    rows = [{"update": 0, "env_steps": 0, "eval/x@seeds": [3.0, 4.0, 5.0], "eval/x": 4.0}]
-    for u in range(1, 11):
-        row = {"update": u, "env_steps": 100 * u, "ret@seeds": [u, 2 * u, 3 * u], "ret": 2.0 * u}
-        if u % 5 == 0:  # evaluations every 5 updates; NaN-free
-            row["eval/x@seeds"] = [1.0 / u, 2.0 / u, 3.0 / u]
-        rows.append(row)
-    rows.append({"update": 11, "env_steps": 1100, "eval/x@seeds": [None, 1.0, 1.0]})  # incomplete: skipped
-    return rows
-
-
 def test_selfplay_exact_uniform(est):
     """The uniform policy against itself: X wins 58.5%, O 28.8%, draws 12.7% (the
     classical random-play figures); per-move advantage moments are consistent."""
@@ -51,6 +40,6 @@ def test_selfplay_exact_uniform(est):
 
 
 def test_cli_rejects_mismatched_labels(est, tmp_path):
-    run = write_run(tmp_path, "a", synthetic_rows())
+    run = write_run(tmp_path, "a", [{"update": 1, "env_steps": 100, "eval/x@seeds": [1.0, 2.0], "eval/x": 1.5}])
     with pytest.raises(SystemExit, match="labels"):
         est.main([run, "--labels", "a,b"])

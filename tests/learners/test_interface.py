@@ -106,7 +106,7 @@ def test_extension_parts_are_typed_and_optional(ippo):
     (dict(num_envs=2.5), "num_envs must be a positive int, got 2.5"),
     (dict(num_envs=True), "num_envs must be a positive int, got True"),
     (dict(gamma=1.5), r"gamma must be a finite number in \[0, 1\], got 1.5"),
-    (dict(anneal_lr="yes"), "anneal_lr must be true or false"),
+    (dict(anneal_lr="maybe"), "anneal_lr must be True or False"),
     (dict(advantage="gea"), r"advantage must be one of \['gae'"),
     (dict(role_start_update={"a": -1}), r"role_start_update\['a'\] must be an int >= 0"),
     (dict(agents_per_update=0), "agents_per_update must be None or a positive int"),
@@ -134,3 +134,26 @@ def test_make_train_checks_what_needs_the_environment():
         make_train(PPOConfig(**{**TINY, "num_minibatches": 3}), env)
     with pytest.raises(ValueError, match=r"shaped_reward='shaped' names no info entry"):
         make_train(PPOConfig(**TINY, shaped_reward="shaped"), env)
+
+
+@pytest.mark.parametrize("cls", ["ppo", "pqn", "q"])
+def test_shared_fields_are_checked_once_for_every_learner(cls):
+    """The fields every learner shares (``skeleton.config.CommonConfig``) get the same
+    checks and messages whichever learner's settings hold them."""
+    from jaxagents.learners.policy_gradient.ppo_config import PPOConfig
+    from jaxagents.learners.skeleton.config import CommonConfig
+    from jaxagents.learners.value_based.pqn import PQNConfig
+    from jaxagents.learners.value_based.qlearn import QConfig
+
+    make = {"ppo": PPOConfig, "pqn": PQNConfig, "q": QConfig}[cls]
+    assert issubclass(make, CommonConfig)
+    for kwargs, message in ((dict(lr=0.0), "lr must be a finite number > 0"),
+                            (dict(max_grad_norm=float("nan")), "max_grad_norm must be a finite number > 0"),
+                            (dict(gamma=-0.1), r"gamma must be a finite number in \[0, 1\]"),
+                            (dict(num_steps=0), "num_steps must be a positive int"),
+                            (dict(anneal_lr="maybe"), "anneal_lr must be True or False"),
+                            (dict(num_envs=4, num_steps=4, total_timesteps=15), "total_timesteps=15 is less than one update")):
+        with pytest.raises(ValueError, match=message):
+            make(**kwargs)
+    c = make(num_envs=4, num_steps=4, total_timesteps=40, anneal_lr="no")
+    assert c.num_updates == 2 and c.anneal_lr is False and c.replace(total_timesteps=64).num_updates == 4

@@ -51,7 +51,6 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxagents.core.validate import check_positive_int
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.policy_gradient import estimators
 from jaxagents.learners.policy_gradient.ppo_config import PPOConfig

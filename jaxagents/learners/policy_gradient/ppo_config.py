@@ -18,11 +18,12 @@ from jaxagents.core.validate import (
 from jaxagents.learners.policy_gradient import estimators
 from jaxagents.learners.policy_gradient.update import OPTIMIZERS
 from jaxagents.learners.skeleton import curriculum
+from jaxagents.learners.skeleton.config import CommonConfig
 from jaxagents.nn import NetworkConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(CommonConfig):
     """PPO settings (defaults: PureJaxRL / JaxMARL's IPPO).
 
     ``total_timesteps`` counts environment steps (one step of all agents of one
@@ -62,6 +63,7 @@ class PPOConfig:
     env_schedule: Any = None  # {param: {from, to, start, end}}: env params ramped over updates (learners.curriculum)
 
     def __post_init__(self):
+        self.check_common()
         object.__setattr__(self, "env_schedule", curriculum.parse(self.env_schedule))
         # per-role settings: {role: value}, kept as sorted pairs so the config stays hashable
         for name, kind in (("role_lr_scale", float), ("role_start_update", int), ("role_gamma", float)):
@@ -80,19 +82,13 @@ class PPOConfig:
             object.__setattr__(self, name, tuple(sorted(v.items())))
         if isinstance(self.network, dict):
             object.__setattr__(self, "network", NetworkConfig(**self.network))
-        for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"):
+        for name in ("update_epochs", "num_minibatches"):
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
         object.__setattr__(self, "agents_per_update", check_positive_int("agents_per_update", self.agents_per_update, none_ok=True))
         object.__setattr__(self, "reset_budget", check_positive_int("reset_budget", self.reset_budget, none_ok=True))
-        if self.total_timesteps < self.num_envs * self.num_steps:
-            raise ValueError(
-                f"total_timesteps={self.total_timesteps} is less than one update "
-                f"(num_envs * num_steps = {self.num_envs * self.num_steps})"
-            )
         # every float must be a finite number in its range (lr=inf or ent_coef=nan would train to NaN)
         bounds = {
-            "lr": dict(low=0.0, low_open=True), "max_grad_norm": dict(low=0.0, low_open=True),
-            "clip_eps": dict(low=0.0, low_open=True), "gamma": dict(low=0.0, high=1.0),
+            "clip_eps": dict(low=0.0, low_open=True),
             "gae_lambda": dict(low=0.0, high=1.0), "rae_alpha": dict(low=0.0, high=1.0),
             "ent_coef": dict(low=0.0), "vf_coef": dict(low=0.0), "gigpo_omega": dict(low=0.0),
             "shaped_reward_horizon": dict(low=0.0),
@@ -100,7 +96,7 @@ class PPOConfig:
         for name, b in bounds.items():
             object.__setattr__(self, name, check_float(name, getattr(self, name), **b))
         object.__setattr__(self, "ent_coef_final", check_float("ent_coef_final", self.ent_coef_final, low=0.0, none_ok=True))
-        for name in ("anneal_lr", "clip_per_stream", "central_critic"):
+        for name in ("clip_per_stream", "central_critic"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.bootstrap_truncated is not None and not isinstance(self.bootstrap_truncated, bool):
@@ -115,12 +111,3 @@ class PPOConfig:
                 f"recurrent training splits environments into minibatches: num_envs={self.num_envs} "
                 f"must be divisible by num_minibatches={self.num_minibatches}"
             )
-
-    @property
-    def num_updates(self) -> int:
-        """``total_timesteps // (num_envs * num_steps)``: the updates of a run (a remainder is not trained)."""
-        return self.total_timesteps // (self.num_envs * self.num_steps)
-
-    def replace(self, **kw) -> "PPOConfig":
-        """A copy with the fields in ``kw`` changed, validated again as at construction."""
-        return dataclasses.replace(self, **kw)

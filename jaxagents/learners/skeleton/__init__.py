@@ -1,6 +1,7 @@
 """What every learner shares, and all a learner or a partner part may import besides
 ``jaxagents.core``, ``jaxagents.nn`` and ``jaxagents.advantages``:
 
+* ``config``: ``CommonConfig``, the settings every learner shares, checked once;
 * ``interface``: the ``Learner`` contract, hyper-parameter specs (``HParamSpec``,
   ``hparam_space``) and ``Fitness``;
 * ``agents``: one network per role (``Agents``), observations to actions and values;

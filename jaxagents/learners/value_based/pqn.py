@@ -55,6 +55,7 @@ from flax import struct
 from jaxagents.core.rng import permutation
 from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
+from jaxagents.learners.skeleton.config import CommonConfig
 from jaxagents.learners.skeleton.data_parallel import check_data_shards, local_env_ids
 from jaxagents.learners.skeleton.interface import (
     Fitness,
@@ -80,7 +81,7 @@ from jaxagents.learners.value_based.qnets import (
 
 
 @dataclasses.dataclass(frozen=True)
-class PQNConfig:
+class PQNConfig(CommonConfig):
     """PQN settings. Defaults: JaxMARL's ``pqn_vdn_cnn_overcooked`` where they are not
     specific to Overcooked (64 envs x 16 steps, 4 epochs x 16 minibatches, lr 7.5e-5
     annealed, lambda 0.5, epsilon 1 -> 0.2 over 20% of the steps, gradient clip 10; see
@@ -115,26 +116,23 @@ class PQNConfig:
     eval_steps: int | None = None
 
     def __post_init__(self):
+        self.check_common()
         if isinstance(self.network, dict):
             object.__setattr__(self, "network", QNetworkConfig(**self.network))
         if not isinstance(self.network, QNetworkConfig):
             raise ValueError(f"network must be a QNetworkConfig or a mapping of its fields, got {self.network!r}")
-        for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches", "eval_envs"):
+        for name in ("update_epochs", "num_minibatches", "eval_envs"):
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
         for name in ("reset_budget", "eval_steps"):
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name), none_ok=True))
-        if self.total_timesteps < self.num_envs * self.num_steps:
-            raise ValueError(f"total_timesteps={self.total_timesteps} is less than one update "
-                             f"(num_envs * num_steps = {self.num_envs * self.num_steps})")
         bounds = {
-            "lr": dict(low=0.0, low_open=True), "max_grad_norm": dict(low=0.0, low_open=True),
-            "gamma": dict(low=0.0, high=1.0), "q_lambda": dict(low=0.0, high=1.0),
+            "q_lambda": dict(low=0.0, high=1.0),
             "eps_start": dict(low=0.0, high=1.0), "eps_end": dict(low=0.0, high=1.0), "eps_decay": dict(low=0.0, high=1.0),
             "shaped_reward_horizon": dict(low=0.0),
         }
         for name, b in bounds.items():
             object.__setattr__(self, name, check_float(name, getattr(self, name), **b))
-        for name in ("anneal_lr", "vdn", "bootstrap_truncated"):
+        for name in ("vdn", "bootstrap_truncated"):
             object.__setattr__(self, name, check_bool(name, getattr(self, name)))
         if self.shaped_reward is not None and not isinstance(self.shaped_reward, str):
             raise ValueError(f"shaped_reward must be null or the name of an info entry, got {self.shaped_reward!r}")
@@ -143,15 +141,6 @@ class PQNConfig:
             what = "num_envs" if self.network.recurrent else "num_envs * num_steps"
             raise ValueError(f"num_minibatches={self.num_minibatches} must divide {what} = {samples} "
                              f"(minibatches are whole {'environments' if self.network.recurrent else 'environment steps'})")
-
-    @property
-    def num_updates(self) -> int:
-        """``total_timesteps // (num_envs * num_steps)``: the updates of a run (a remainder is not trained)."""
-        return self.total_timesteps // (self.num_envs * self.num_steps)
-
-    def replace(self, **kw) -> "PQNConfig":
-        """A copy with the fields in ``kw`` changed, validated again as at construction."""
-        return dataclasses.replace(self, **kw)
 
 
 @struct.dataclass

@@ -77,6 +77,7 @@ from jaxagents.core.validate import (
     check_positive_int,
 )
 from jaxagents.core.wrappers import VecEnv
+from jaxagents.learners.skeleton.config import CommonConfig
 from jaxagents.learners.skeleton.interface import (
     Fitness,
     Learner,
@@ -101,7 +102,7 @@ TEAM_REWARDS = ("mean", "sum")
 
 
 @dataclasses.dataclass(frozen=True)
-class QConfig:
+class QConfig(CommonConfig):
     """Settings of IQL / VDN / QMIX. Defaults: JaxMARL's SMAX settings (the file
     ``baselines/QLearning/config/alg/ql_rnn_smax.yaml`` at c793d09, shared there by
     its IQL, VDN and QMIX) where a CPU can afford them: 16 envs x 128 steps, 8
@@ -156,6 +157,7 @@ class QConfig:
     network: QNetworkConfig = QNetworkConfig(hidden=(64,), recurrent=True, gru_size=64, layer_norm=False)
 
     def __post_init__(self):
+        self.check_common()
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731
         check_choice("mixer", self.mixer, MIXERS)
         check_choice("team_reward", self.team_reward, TEAM_REWARDS)
@@ -163,30 +165,17 @@ class QConfig:
             set_("network", QNetworkConfig(**self.network))
         if not isinstance(self.network, QNetworkConfig):
             raise ValueError(f"network must be a QNetworkConfig or a mapping of its fields, got {self.network!r}")
-        for name in ("num_envs", "num_steps", "total_timesteps", "buffer_size", "batch_size", "sample_length",
-                     "num_gradient_steps", "target_update_interval", "mixer_embed"):
+        for name in ("buffer_size", "batch_size", "sample_length", "num_gradient_steps", "target_update_interval",
+                     "mixer_embed"):
             set_(name, check_positive_int(name, getattr(self, name)))
         set_("learning_starts", check_int("learning_starts", self.learning_starts, low=0))
         set_("mixer_hyper_hidden", check_int("mixer_hyper_hidden", self.mixer_hyper_hidden, low=0))
-        bounds = {"lr": dict(low=0.0, low_open=True), "max_grad_norm": dict(low=0.0, low_open=True),
-                  "gamma": dict(low=0.0, high=1.0), "eps_start": dict(low=0.0, high=1.0),
-                  "eps_end": dict(low=0.0, high=1.0), "eps_decay": dict(low=0.0, high=1.0)}
+        bounds = {"eps_start": dict(low=0.0, high=1.0), "eps_end": dict(low=0.0, high=1.0),
+                  "eps_decay": dict(low=0.0, high=1.0)}
         for name, b in bounds.items():
             set_(name, check_float(name, getattr(self, name), **b))
-        for name in ("double_q", "anneal_lr"):
+        for name in ("double_q",):
             set_(name, check_bool(name, getattr(self, name)))
-        if self.total_timesteps < self.num_envs * self.num_steps:
-            raise ValueError(f"total_timesteps={self.total_timesteps} is less than one update "
-                             f"(num_envs * num_steps = {self.num_envs * self.num_steps})")
-
-    @property
-    def num_updates(self) -> int:
-        """``total_timesteps // (num_envs * num_steps)``: the updates of a run (a remainder is not trained)."""
-        return self.total_timesteps // (self.num_envs * self.num_steps)
-
-    def replace(self, **kw) -> "QConfig":
-        """A copy with the fields in ``kw`` changed, validated again as at construction."""
-        return dataclasses.replace(self, **kw)
 
 
 @struct.dataclass
