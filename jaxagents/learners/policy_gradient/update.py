@@ -1,5 +1,6 @@
-"""The PPO update shared by every learner: clipped surrogate, clipped value loss,
-entropy bonus, over epochs x minibatches as nested ``lax.scan`` loops.
+"""The PPO update of the policy-gradient family (IPPO, MAPPO, self-play, FCP):
+clipped surrogate, clipped value loss, entropy bonus, over epochs x minibatches as
+nested ``lax.scan`` loops.
 
 Samples enter the losses with weight ``active & learner`` (inactive agents of
 turn-based games and opponent-pool seats contribute nothing), so every mean below
