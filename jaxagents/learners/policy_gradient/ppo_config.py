@@ -30,21 +30,16 @@ class PPOConfig(CommonConfig):
     environment); ``num_updates = total_timesteps // (num_envs * num_steps)``.
     """
 
-    num_envs: int = 16
-    num_steps: int = 128
-    total_timesteps: int = 1_000_000
+    # num_envs 16, num_steps 128, total_timesteps 1M, lr 2.5e-4, anneal_lr, max_grad_norm 0.5,
+    # gamma 0.99: CommonConfig's fields and defaults
     update_epochs: int = 4
     num_minibatches: int = 4
-    lr: float = 2.5e-4
-    anneal_lr: bool = True
     optimizer: str = "adam"
-    gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_eps: float = 0.2
     ent_coef: float = 0.01
     ent_coef_final: float | None = None
     vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
     clip_per_stream: bool = False  # clip actor and critic gradients separately (JaxMARL MAPPO)
     network: NetworkConfig = NetworkConfig()
     central_critic: bool = False
