@@ -65,8 +65,8 @@ def _env_param_values(params, overrides: dict) -> dict:
 
 def build(config: dict, callback=None):
     """``config`` -> what the run trains: the learner, or, with a ``population``
-    section, a ``Population`` of it (both have ``init``/``update``/``evaluate``,
-    ``num_updates``). ``callback(update, metrics)`` is called once per update."""
+    section, a ``Population`` of it (itself a learner: the runner drives both through
+    the ``Learner`` contract). ``callback(update, metrics)`` is called once per update."""
     if config.get("population") is None:
         return build_learner(config, callback)
     from jaxagents.population.config import PopulationConfig, build_population, learner_kwargs

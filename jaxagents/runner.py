@@ -78,6 +78,7 @@ from jaxagents.core.validate import check_int
 from jaxagents.population.distributed import gather, wait_for_all
 from jaxagents.preemption import Preempted, Preemption
 from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
+from jaxagents.learners.skeleton.interface import MEMBERS_FILE
 from jaxagents.results import Progress, final_metrics, format_results
 from jaxagents.rundir import RunLock, check_new_run_dir, default_run_dir, lay_out
 from jaxagents.rundir import primary as _primary
@@ -180,11 +181,10 @@ def _evaluate_states(learner, state, keys) -> dict:
     return jax.jit(jax.vmap(learner.evaluate))(state, keys)
 
 
-def _init_states(trainer, keys):
-    """Every seed's initial state; a population on a device mesh is created where it
-    lives (each process builds only its own members)."""
-    sharding = trainer.state_sharding(seed_axis=True) if is_population(trainer) else None
-    return jax.jit(jax.vmap(trainer.init), out_shardings=sharding)(keys)
+def _init_states(learner, keys):
+    """Every seed's initial state, created where it lives (a population on a device
+    mesh: each process builds only its own members)."""
+    return jax.jit(jax.vmap(learner.init), out_shardings=learner.state_sharding(seed_axis=True))(keys)
 
 
 def _available_memory() -> tuple[int | None, str]:
@@ -227,23 +227,6 @@ def _check_memory(learner, keys, quiet: bool) -> None:
               + "; the update needs more (the rollout), and compiling it may take minutes")
 
 
-def is_population(trainer) -> bool:
-    """Whether ``trainer`` (what ``build`` returns) is a ``Population`` of a learner
-    rather than the learner itself."""
-    from jaxagents.population import Population
-
-    return isinstance(trainer, Population)
-
-
-def _rows(trainer, metrics: dict, S: int) -> tuple[list[dict], list[dict]]:
-    """A segment's metrics as ``metrics.jsonl`` rows (and population rows)."""
-    if is_population(trainer):
-        from jaxagents.population import report
-
-        return report.metrics_rows(metrics, S)
-    return tracking.rows_from_metrics(metrics, S), []
-
-
 # ----------------------------------------------------------------------- running
 
 
@@ -264,13 +247,11 @@ def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
     keys = jax.random.split(jax.random.fold_in(jax.random.key(config["seed"]), 0x5EED), S)
     evaluate = jax.jit(jax.vmap(learner.evaluate)).lower(state0, keys).compile()
     wait_for_all("compiled the evaluation")  # run it together (gloo's 30 s connect limit)
-    metrics = {k: v for k, v in gather(evaluate(state0, keys)).items() if k in logged}
+    metrics = {k: np.asarray(v)[:, None] for k, v in gather(evaluate(state0, keys)).items() if k in logged}
     if not metrics:
         return []
-    if is_population(learner):  # [S, P]: the population's mean, as in its later rows
-        metrics = {k: np.nanmean(np.asarray(v, np.float64), axis=-1) for k, v in metrics.items()}
-    zeros = np.zeros((S, 1))
-    return tracking.rows_from_metrics({"update": zeros, "env_steps": zeros, **metrics}, S)
+    zeros = np.zeros((S, 1))  # one row, as the learner's later rows (a population's: the members' mean)
+    return learner.log_rows({"update": zeros, "env_steps": zeros, **metrics}, S)[0]
 
 
 @jax.jit
@@ -295,11 +276,12 @@ def _divergence(rows: list[dict], params) -> str | None:
 PLACEMENT_FILE = "placement.jsonl"
 
 
-def _record_placement(trainer, run_dir: str, quiet: bool, restored: int | None) -> None:
-    """Say where a population's members go -- printed at start, and one line per
-    start (a resume may run on other devices) appended to ``placement.jsonl`` -- and
-    warn when the size leaves devices idle (``population.config.placement``)."""
-    info = getattr(trainer, "placement", None) if is_population(trainer) else None
+def _record_placement(learner, run_dir: str, quiet: bool, restored: int | None) -> None:
+    """Say where the learner's members go (``learner.placement``, a population's) --
+    printed at start, and one line per start (a resume may run on other devices)
+    appended to ``placement.jsonl`` -- and warn when the size leaves devices idle
+    (``population.config.placement``)."""
+    info = learner.placement
     if info is None:
         return
     if not quiet:
@@ -448,10 +430,8 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
         try:
             tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
             sinks = tracking.make_sinks(config["log"], run_dir, config)
-            if is_population(learner):
-                from jaxagents.population import report
-
-                members_sink = tracking.JsonlSink(os.path.join(run_dir, report.POPULATION_FILE))
+            if learner.members is not None:  # the members' own rows (fitness, lineage, schedules)
+                members_sink = tracking.JsonlSink(os.path.join(run_dir, MEMBERS_FILE))
                 members_sink.truncate_after(done if restored is not None else -1)
         except OSError as e:
             ckpt.close()
@@ -487,7 +467,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
             metrics = gather(metrics)  # host arrays; from every process when sharded over hosts
             train_s += time.perf_counter() - ts
             done = int(np.asarray(state.update)[0])
-            rows, member_rows = _rows(learner, metrics, S)
+            rows, member_rows = learner.log_rows(metrics, S)
             if rows and rows[-1]["update"]:
                 trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
             try:
@@ -497,7 +477,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
                     members_sink.write(member_rows)
             except OSError as e:  # resuming drops rows past the last checkpoint (and a half-written line)
                 raise _write_failed(e, f"the metrics of updates up to {done}", metrics_path, run_dir, restored) from None
-            diverged = _divergence(rows, state.members.params if is_population(learner) else state.params)
+            diverged = _divergence(rows, learner.member_states(state).params)
             if diverged:
                 break
             try:
@@ -565,14 +545,7 @@ def _finish(results: dict, config: dict, learner, run_dir: str, quiet: bool) -> 
     results["env_steps"] = rows[-1]["env_steps"] if rows else 0
     results["start"] = {k: v for k, v in rows[0].items() if k.startswith("eval/") and not k.endswith("@seeds")} if rows and rows[0]["update"] == 0 else {}
     results["final"] = final_metrics(rows)
-    if is_population(learner):
-        from jaxagents.population import report
-
-        prow = report.read(run_dir)
-        table, best = report.members_table(prow)
-        report.write_summary(run_dir, table, best)
-        results["population"] = {"size": learner.size, "best": best, "members": table,
-                                 "plots": report.plot(prow, run_dir), "pbt": learner.pbt is not None}
+    results.update(learner.summarize(run_dir))  # a population's members table and plots
     tracking.atomic_write(results_path, json.dumps(results, indent=2))
     if not quiet:
         print(format_results(results))
@@ -652,22 +625,19 @@ def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str | Non
     config, learner, state, step = restore(run_dir)
     S = config["num_seeds"]
     metrics = _evaluate_states(learner, state, jax.random.split(jax.random.key(seed), S))
+    arrays = {k: np.asarray(v, np.float64).reshape(S, -1) for k, v in metrics.items()}  # [S, P]; P = 1: no members
     per_member = None
-    if is_population(learner):
-        arrays = {k: np.asarray(v, np.float64).reshape(S, -1) for k, v in metrics.items()}  # [S, P]
-        if member == "all":
+    if member == "all":
+        out = {k: float(np.mean(a)) for k, a in arrays.items()}
+        if learner.members is not None:
             per_member = {k: np.mean(a, 0).tolist() for k, a in arrays.items()}
-            out = {k: float(np.mean(a)) for k, a in arrays.items()}
-        else:
-            if member == "best":
-                idx = np.asarray(jax.jit(jax.vmap(learner.best))(state))  # per seed
-            else:
-                i = check_int("--member", int(member) if str(member).isdigit() else member, low=0, high=learner.size - 1)
-                idx = np.full(S, i)
-            out = {k: float(np.mean(a[np.arange(S), idx])) for k, a in arrays.items()}
-            per_member = {"member": idx.tolist()}
     else:
-        out = {k: float(np.mean(np.asarray(v))) for k, v in metrics.items()}
+        if member == "best":
+            idx = np.asarray(jax.jit(jax.vmap(learner.best))(state))  # per seed
+        else:
+            idx = np.full(S, check_int("--member", int(member), low=0, high=learner.members - 1))
+        out = {k: float(np.mean(a[np.arange(S), idx])) for k, a in arrays.items()}
+        per_member = {"member": idx.tolist()}
     if not quiet:
         what = f", member {member}" if per_member is not None and member != "all" else ""
         print(f"run {run_dir}, checkpoint at update {step}, {S} seed(s){what}")

@@ -24,13 +24,12 @@ def load_partners(run_dir: str, holdout: int) -> Partners:
     """A stage-1 FCP run's partners (its newest checkpoint): every seed's members in
     order, the first ``M - holdout`` partners' snapshots flattened into the pool, the
     last ``holdout`` partners' final parameters held out."""
-    config, trainer, state, _ = runner.restore(run_dir)
+    config, learner, state, _ = runner.restore(run_dir)
     if config["learner"] != "fcp" or config["train"].get("partners") is not None:
         raise ValueError(f"partners={run_dir!r} must be a stage-1 fcp run (learner: fcp, train.partners: null), "
                          f"got learner {config['learner']!r} with partners={config['train'].get('partners')!r}")
-    population = runner.is_population(trainer)
-    members = state.members if population else state
-    return partners_from(members.extra.params, members.params, 2 if population else 1, holdout, run_dir)
+    members = learner.member_states(state)  # [S(, P)]: the seeds (and members) are the partners
+    return partners_from(members.extra.params, members.params, 1 if learner.members is None else 2, holdout, run_dir)
 
 
 def check_same_environment(configs: dict) -> None:
@@ -59,23 +58,21 @@ def load_policies(run_dirs, members: str = "all") -> Policies:
         raise ValueError("--members best applies to population runs only; none of the runs is one: drop --members")
     params, names, first = [], [], None
     for d in run_dirs:
-        _, trainer, state, step = runner.restore(d)
+        _, learner, state, step = runner.restore(d)
         label = os.path.basename(os.path.normpath(d))
-        if runner.is_population(trainer):
-            learner, p = trainer.learner, state.members.params  # [S, P, ...]
-            S, P = num_policies(p), int(jax.tree.leaves(p)[0].shape[1])
-            if members == "best":
-                best = np.asarray(jax.jit(jax.vmap(trainer.best))(state))
-                params.append(jax.tree.map(lambda x: x[np.arange(S), best], p))
-                names += [f"{label}/s{s}/m{best[s]}" for s in range(S)]
-            else:
-                params.append(jax.tree.map(lambda x: x.reshape(S * P, *x.shape[2:]), p))
-                names += [f"{label}/s{s}/m{m}" for s in range(S) for m in range(P)]
-        else:
-            learner, p = trainer, state.params  # [S, ...]
-            S = num_policies(p)
+        p = learner.member_states(state).params  # [S, ...], a population's [S, P, ...]
+        S = num_policies(p)
+        if learner.members is None:
             params.append(p)
             names += [label] if S == 1 else [f"{label}/s{s}" for s in range(S)]
+        elif members == "best":
+            best = np.asarray(jax.jit(jax.vmap(learner.best))(state))
+            params.append(jax.tree.map(lambda x: x[np.arange(S), best], p))
+            names += [f"{label}/s{s}/m{best[s]}" for s in range(S)]
+        else:
+            P = learner.members
+            params.append(jax.tree.map(lambda x: x.reshape(S * P, *x.shape[2:]), p))
+            names += [f"{label}/s{s}/m{m}" for s in range(S) for m in range(P)]
         first = first or (learner, runner.read_run_config(d)["learner"])
     shapes = [jax.tree.map(lambda x: x.shape[1:], p) for p in params]
     if any(jax.tree.structure(s) != jax.tree.structure(shapes[0]) or s != shapes[0] for s in shapes):

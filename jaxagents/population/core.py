@@ -2,7 +2,8 @@
 own key and its own traced hyper-parameters, trained by one program.
 
 ``Population(learner, size, ...)`` wraps any ``jaxagents.learners.Learner`` and is
-itself driven like one::
+itself one: it satisfies the whole ``Learner`` contract (``jaxagents.learners.skeleton.
+interface``), so the runner drives it as it drives its learner::
 
     pop = Population(learner, size=8, pbt=PBTConfig(interval=10), ranges={"lr": (1e-4, 1e-2)})
     state = pop.init(key)                  # members drawn from the ranges
@@ -262,6 +263,45 @@ class Population:
         return jax.jit(self.init, out_shardings=self.state_sharding())
 
     # ------------------------------------------------------------------ the rest of the interface
+    # The Learner contract's facts: the members' own (their hyper-parameters vary within
+    # ``hparam_space``; each member's values live in the state); the population's fitness
+    # is each member's, ``[P]``.
+    fitness = Fitness(("fitness",))
+    config = property(lambda self: self.learner.config, doc="The learner's (static) config.")
+    env = property(lambda self: self.learner.env, doc="The environment the members train on (the learner's).")
+    env_params = property(lambda self: self.learner.env_params, doc="The learner's environment params.")
+    agents = property(lambda self: self.learner.agents, doc="The learner's networks (every member's architecture).")
+    data_shards = property(lambda self: getattr(self.learner, "data_shards", 1),
+                           doc="Devices each member's environments are split over (the learner's).")
+    default_hparams = property(lambda self: self.learner.default_hparams,
+                               doc="The learner's config values of the traced hyper-parameters.")
+    hparam_space = property(lambda self: self.space, doc="``{name: HParamSpec}``: the learner's, narrowed by ``ranges``.")
+    members = property(lambda self: self.size, doc="P: states, metrics and evaluations carry a ``[P]`` member axis.")
+    sample_hparams = Learner.sample_hparams
+
+    def member_states(self, state: PopulationState):
+        """The members' train states, ``[P]`` on every leaf."""
+        return state.members
+
+    def log_rows(self, metrics: dict, num_seeds: int) -> tuple[list[dict], list[dict]]:
+        """``{name: [S, U, P]}`` -> the population's view (``metrics.jsonl``) and the
+        members' rows (``population.jsonl``): ``report.metrics_rows``."""
+        from jaxagents.population import report
+
+        return report.metrics_rows(metrics, num_seeds)
+
+    def summarize(self, run_dir: str) -> dict:
+        """``{"population": ...}`` for ``results.json``: the members table (seed 0), the
+        best member, the schedule and lineage plots (written next to it, with the
+        members' summary)."""
+        from jaxagents.population import report
+
+        rows = report.read(run_dir)
+        table, best = report.members_table(rows)
+        report.write_summary(run_dir, table, best)
+        return {"population": {"size": self.size, "best": best, "members": table, "plots": report.plot(rows, run_dir),
+                               "pbt": self.pbt is not None}}
+
     def evaluate(self, state: PopulationState, key: jax.Array) -> dict:
         """Every member's ``learner.evaluate`` (metrics ``[P]``)."""
         return jax.vmap(self.learner.evaluate)(state.members, jax.random.split(key, self.size))

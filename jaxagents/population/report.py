@@ -24,8 +24,9 @@ import warnings
 import numpy as np
 
 from jaxagents import tracking
+from jaxagents.learners.skeleton.interface import MEMBERS_FILE
 
-POPULATION_FILE = "population.jsonl"
+POPULATION_FILE = MEMBERS_FILE
 
 
 def _nan_to_none(x):
@@ -55,6 +56,8 @@ def metrics_rows(metrics: dict, num_seeds: int) -> tuple[list[dict], list[dict]]
                 agg[k] = np.nanmean(a, -1)
     rows = tracking.rows_from_metrics(agg, S)
     members = []
+    if "fitness" not in arrays:  # an evaluation (the run's update-0 row), not an update: no member rows
+        return rows, members
     U = agg["update"].shape[1]
     flat = {k: a.reshape(S, U, a.shape[-1]) for k, a in arrays.items()}
     for i in range(U):

@@ -76,6 +76,36 @@ def test_a_population_is_a_vmap_over_states_and_hparams(ippo):
     assert {"eval/episode_return/row", "eval/episode_return/column"} <= set(ev)
 
 
+def test_a_population_is_a_learner(ippo):
+    """A ``Population`` answers every question of the ``Learner`` contract -- the
+    runner drives both alike -- and only the member axis tells them apart."""
+    from jaxagents.population import Population, PopulationState
+
+    pop = Population(ippo, size=3)
+    contract = {f.name for f in dataclasses.fields(Learner)} | {n for n in vars(Learner) if not n.startswith("_")}
+    assert not [n for n in sorted(contract) if not hasattr(pop, n)]
+    assert ippo.members is None and pop.members == 3 and ippo.placement is None
+    assert pop.env is ippo.env and pop.agents is ippo.agents and pop.hparam_space["lr"] == ippo.hparam_space["lr"]
+    state = jax.eval_shape(pop.init, jax.random.key(0))
+    one = jax.eval_shape(ippo.init, jax.random.key(0))
+    assert isinstance(state, PopulationState)
+    assert jax.tree.leaves(pop.member_states(state).params)[0].shape == (3, *jax.tree.leaves(one.params)[0].shape)
+    assert ippo.member_states(one) is one and int(ippo.best(one)) == 0 and ippo.state_sharding() is None
+    # a segment's metrics: {name: [S, U]}, a population's [S, U, P]; both make one row per update
+    S, U = 2, 4
+    base = {"update": np.tile(np.arange(1, U + 1), (S, 1)), "env_steps": np.tile(16 * np.arange(1, U + 1), (S, 1))}
+    rows, member_rows = ippo.log_rows({**base, "episode_return/row": np.ones((S, U))}, S)
+    assert [r["update"] for r in rows] == [1, 2, 3, 4] and member_rows == []
+    per_member = {k: np.repeat(v[..., None], 3, -1) for k, v in base.items()}
+    per_member.update({"episode_return/row": np.arange(S * U * 3, dtype=float).reshape(S, U, 3),
+                       "fitness": np.ones((S, U, 3)), "pbt/ready": np.zeros((S, U, 3), bool),
+                       "pbt/parent": np.tile(np.arange(3), (S, U, 1))})
+    rows, member_rows = pop.log_rows(per_member, S)
+    assert [r["update"] for r in rows] == [1, 2, 3, 4] and len(member_rows) == U
+    assert rows[0]["episode_return/row"] == pytest.approx(np.mean([[0, 1, 2], [12, 13, 14]]))  # members' mean, then seeds'
+    assert rows[0]["fitness/best"] == 1.0 and member_rows[0]["parent"] == [[0, 1, 2], [0, 1, 2]]
+
+
 def test_default_fitness():
     metrics = {"episode_return/a": jnp.array(1.0), "episode_return/b": jnp.array(3.0), "eval/x": jnp.array(jnp.nan)}
     assert float(Fitness(("episode_return/a", "episode_return/b"))(metrics)) == 2.0

@@ -28,6 +28,21 @@ Conventions, stated once:
 
 A new learner implements ``init``/``update``/``evaluate`` over its own train state
 and returns ``Learner(...)``; nothing else in the library needs to know it.
+
+What a run needs beyond training (``jaxagents.runner``), with a plain learner's
+answers here; a ``jaxagents.population.Population`` -- P members of a learner -- gives
+its own and is driven by the runner through exactly this contract:
+
+* ``members``: None, or P when states, metrics and evaluations carry a member axis
+  ``[P]`` (after the seed axis the runner adds);
+* ``member_states(state)``: the learner train state(s) inside ``state`` (itself; a
+  population's members, ``[P]``), whose ``params`` are the policies to check and save;
+* ``best(state)``: the index of the best member (0: a learner is its own only member);
+* ``state_sharding(seed_axis)``: where ``init``'s output lives (None: default placement);
+  ``placement``: where the members run (None, or the dict a run prints and keeps);
+* ``log_rows(metrics, num_seeds)``: a segment's metrics ``{name: [S, U(, P)]}`` as the
+  rows of ``metrics.jsonl`` and of the members' file (``MEMBERS_FILE``; none here);
+* ``summarize(run_dir)``: extra entries of a finished run's ``results.json`` (none here).
 """
 
 from __future__ import annotations
@@ -40,6 +55,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxagents.core.validate import check_float
+
+MEMBERS_FILE = "population.jsonl"  # a run's rows of its members (``log_rows``' second list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +175,32 @@ class Learner:
         fields = set(getattr(self.default_hparams, "__dataclass_fields__", {}))
         if fields and fields != set(self.hparam_space):
             raise ValueError(f"hparam_space {sorted(self.hparam_space)} must describe every hparam {sorted(fields)}")
+
+    # ------------------------------------------------------------ what a run needs
+    members = None  # no member axis: one learner (see the module docstring)
+    placement = None
+
+    def member_states(self, state):
+        """The learner train state inside ``state``: ``state`` itself."""
+        return state
+
+    def best(self, state) -> jax.Array:
+        """``i32[]`` 0: a learner is its own only member."""
+        return jnp.zeros((), jnp.int32)
+
+    def state_sharding(self, seed_axis: bool = False):
+        """None: ``init``'s output is placed by ``jit`` (one device)."""
+        return None
+
+    def log_rows(self, metrics: dict, num_seeds: int) -> tuple[list[dict], list[dict]]:
+        """``{name: [S, U]}`` -> ``(metrics.jsonl rows, [])`` (``tracking.rows_from_metrics``)."""
+        from jaxagents import tracking
+
+        return tracking.rows_from_metrics(metrics, num_seeds), []
+
+    def summarize(self, run_dir: str) -> dict:
+        """Nothing beyond the run's metrics: ``{}``."""
+        return {}
 
     def train(self, key: jax.Array, hparams: Any = None):
         """The whole run as one program: ``init``, then a ``scan`` of ``update``.
