@@ -283,6 +283,6 @@ class KuhnPoker(Env):
 
 @functools.lru_cache(maxsize=1)
 def _game_tree():
-    from jaxagents.evaluation.exploitability import build_game_tree
+    from jaxagents.evaluation.game_tree import build_game_tree
 
     return build_game_tree(KuhnPoker(), KuhnParams(num_hands=jnp.asarray(1, jnp.int32)))

@@ -290,7 +290,7 @@ class LeducPoker(Env):
 
 @functools.lru_cache(maxsize=1)
 def _game_tree():
-    from jaxagents.evaluation.exploitability import build_game_tree
+    from jaxagents.evaluation.game_tree import build_game_tree
 
     game = LeducPoker()
     return build_game_tree(game, game.default_params())

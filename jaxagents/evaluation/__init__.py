@@ -12,9 +12,7 @@ name is deliberately not re-exported here, so that the module is never shadowed)
 
 from jaxagents.evaluation import exploitability
 from jaxagents.evaluation.exploitability import (
-    GameTree,
     best_response,
-    build_game_tree,
     evaluator,
     nash_conv,
     normalize_policy,
@@ -22,6 +20,7 @@ from jaxagents.evaluation.exploitability import (
     policy_value,
     uniform_policy,
 )
+from jaxagents.evaluation.game_tree import GameTree, build_game_tree
 
 __all__ = [
     "exploitability", "GameTree", "build_game_tree", "evaluator", "normalize_policy",
