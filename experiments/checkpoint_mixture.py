@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxagents import runner
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.learners.policy_gradient import selfplay
 from jaxagents.tracking import atomic_write
 

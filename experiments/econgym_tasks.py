@@ -33,7 +33,7 @@ import numpy as np
 from jaxagents_environments.economy.econgym.tasks import METRICS, TASKS
 
 from jaxagents.build import build_learner
-from jaxagents.cli import check_outputs
+from jaxagents.outputs import check_outputs
 from jaxagents.config import apply_overrides, read_yaml
 from jaxagents.tracking import atomic_write
 

@@ -29,7 +29,7 @@ import numpy as np
 
 import jaxagents
 from jaxagents import bench
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.core import random_actions
 
 

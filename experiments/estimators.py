@@ -39,7 +39,7 @@ import os
 
 import numpy as np
 
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.evaluation.curves import final_intervals, series, smooth
 from jaxagents.tracking import read_rows
 

@@ -28,7 +28,7 @@ import os
 import jax
 import numpy as np
 
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 
 def main(argv=None) -> int:

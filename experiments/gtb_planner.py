@@ -48,7 +48,7 @@ from jaxagents_environments.economy.gtb.dynamics import marginal_rates
 from jaxagents_environments.economy.gtb.params import US_FEDERAL_RATES_2018
 
 from jaxagents.build import build_learner, make_env
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.config import apply_overrides, read_yaml
 from jaxagents.learners.skeleton import curriculum
 from jaxagents.tracking import atomic_write

@@ -40,7 +40,7 @@ import _reference  # experiments/_reference.py: a reference module loaded by pat
 import jax
 import numpy as np
 
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 args = None  # the parsed command line, set by main()
 

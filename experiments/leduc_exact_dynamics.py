@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import optax
 from jaxagents_environments.games.leduc import LeducPoker
 
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.core import Discrete
 from jaxagents.evaluation import exploitability as X
 from jaxagents.nn import ActorCritic, NetworkConfig

@@ -30,7 +30,7 @@ import numpy as np
 from jaxagents_environments.economy.macro.taylor import taylor_action
 
 from jaxagents import runner
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.learners.policy_gradient import ppo
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs")

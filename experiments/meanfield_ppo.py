@@ -38,7 +38,7 @@ from jaxagents_environments.meanfield import solvers
 from jaxagents_environments.meanfield.policy_eval import policy_exploitability
 
 from jaxagents import runner
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.learners.policy_gradient import ppo
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs")

@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, ".."))

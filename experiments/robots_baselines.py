@@ -38,7 +38,7 @@ import numpy as np
 
 import jaxagents
 from jaxagents import runner, tracking
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.core.wrappers import VecEnv
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

@@ -33,7 +33,7 @@ import numpy as np
 from jaxagents_environments.robots import Navigation
 from jaxagents_environments.robots.arena import COLLISION_MARGIN, ROBOT_RADIUS
 
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 
 def parse():

@@ -85,7 +85,7 @@ import jax
 from jaxagents.bench.jaxmarl import _jaxmarl_program
 from jaxagents.bench.ours import _jaxagents_program, _resolve_env
 from jaxagents.bench.protocol import machine_info
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 ENV_ID = "robots_navigation"
 MODES = ("off-hold", "off-tick", "on-hold", "on-tick", "robust-hold", "robust-tick")

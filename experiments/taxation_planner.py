@@ -43,7 +43,7 @@ from jaxagents_environments.economy import metrics, policies
 from jaxagents_environments.economy.labour import worker_utility
 
 from jaxagents import runner
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "ippo_taxation.yaml")
 

@@ -33,7 +33,7 @@ import sys
 
 import numpy as np
 
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.evaluation.curves import first_reach, window_mean
 
 

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from jaxagents import runner
-from jaxagents.cli import check_outputs  # output paths checked before computing
+from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 
 def main(argv=None) -> None:

@@ -11,6 +11,7 @@ import shlex
 import sys
 
 from jaxagents.core import registry
+from jaxagents.outputs import check_writable
 
 
 class CLIError(Exception):
@@ -86,67 +87,6 @@ def cmd_list_tasks(args) -> int:
 
 
 # --------------------------------------------------------------------------- bench
-def _ancestors(path: str) -> list[str]:
-    out, p = [], os.path.dirname(path)
-    while p and p != os.path.dirname(p):
-        out.append(p)
-        p = os.path.dirname(p)
-    return out
-
-
-def _check_writable(option: str, path: str | None) -> None:
-    """A one-line ``CLIError`` naming ``option`` unless ``path`` can be written: its
-    folder exists and is writable, and it is not a folder itself."""
-    if path is None:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise CLIError(f"{option} {path}: is a folder, not a file")
-    if os.path.isfile(folder) or any(os.path.isfile(a) for a in _ancestors(folder)):
-        raise CLIError(f"{option} {path}: {next(a for a in [folder, *_ancestors(folder)] if os.path.isfile(a))} "
-                       f"is a file, not a folder")
-    if not os.path.isdir(folder):
-        raise CLIError(f"{option} {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise CLIError(f"{option} {path}: not writable")
-
-
-# argument names that experiment scripts use for files they write, and for folders
-OUTPUT_FILES = ("out", "json", "plot", "figure", "fig", "table", "csv")
-OUTPUT_DIRS = ("runs_dir", "out_dir")
-
-
-def check_outputs(args, prog: str | None = None):
-    """Check, before anything is computed, every output path of a script's parsed
-    ``args`` (the options named in ``OUTPUT_FILES`` and ``OUTPUT_DIRS``): a file's
-    folder exists and is writable and the file is not a folder; a folder is not a
-    file and its nearest existing ancestor is writable. Exits with status 2 and one
-    line naming the option otherwise; returns ``args``."""
-    prog = prog or os.path.basename(sys.argv[0] or "script")
-    try:
-        for name in OUTPUT_FILES:
-            value = getattr(args, name, None)
-            if isinstance(value, str):
-                _check_writable("--" + name.replace("_", "-"), value)
-        for name in OUTPUT_DIRS:
-            value = getattr(args, name, None)
-            if isinstance(value, str):
-                option = "--" + name.replace("_", "-")
-                if os.path.exists(value) and not os.path.isdir(value):
-                    raise CLIError(f"{option} {value}: is a file, not a folder")
-                p = os.path.abspath(value)
-                while not os.path.exists(p):
-                    p = os.path.dirname(p)
-                if not os.path.isdir(p):
-                    raise CLIError(f"{option} {value}: {p} is a file, not a folder")
-                if not os.access(p, os.W_OK):
-                    raise CLIError(f"{option} {value}: {p} is not writable")
-    except CLIError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
-    return args
-
-
 def cmd_bench(args) -> int:
     """``jaxagents bench``: measure one environment (``ENV_ID``) or every registered one
     (``--all``), optionally against a JaxMARL or pgx counterpart, and print the table
@@ -182,7 +122,7 @@ def cmd_bench(args) -> int:
     if args.jaxmarl_kwarg and not args.compare_jaxmarl:
         raise CLIError("--jaxmarl-kwarg only applies with --compare-jaxmarl (a jaxmarl:ID env takes --env-kwarg)")
     for option, path in (("--json", args.json), ("--plot", args.plot)):
-        _check_writable(option, path)  # before measuring, not after
+        check_writable(option, path)  # before measuring, not after
     command = "jaxagents " + " ".join(shlex.quote(a) for a in args.argv)
     env_kwargs = _parse_kwargs(args.env_kwarg)
     jaxmarl_kwargs = _parse_kwargs(args.jaxmarl_kwarg)
@@ -243,7 +183,7 @@ def cmd_crossplay(args) -> int:
     out = args.out
     stem = out[: -len(os.path.splitext(out)[1])] if os.path.splitext(out)[1] else out
     for option, path in (("--out", out), ("--out", stem + ".json"), ("--out", stem + ".csv")):
-        _check_writable(option, path)
+        check_writable(option, path)
     for d in args.run_dirs:
         if not os.path.isfile(os.path.join(d, "config.yaml")):
             raise CLIError(f"{d!r} is not a run directory (no config.yaml)")

@@ -631,7 +631,7 @@ def test_experiment_scripts_check_their_outputs_first(tmp_path, capsys):
     import argparse
     import glob
 
-    from jaxagents.cli import OUTPUT_DIRS, OUTPUT_FILES, check_outputs
+    from jaxagents.outputs import OUTPUT_DIRS, OUTPUT_FILES, check_outputs
 
     f = tmp_path / "file"
     f.write_text("x")

@@ -26,7 +26,8 @@ def test_jaxagents_imports_no_environment():
 
 
 # the top of jaxagents: reading and writing runs, configs, the command line
-TOP_LEVEL = ("runner", "runs", "build", "config", "cli", "cli_train", "rundir", "results", "preemption", "checkpoint")
+TOP_LEVEL = ("runner", "runs", "build", "config", "cli", "cli_train", "outputs", "rundir", "results", "preemption",
+             "checkpoint")
 LIBRARY = ("core", "nn", "learners", "evaluation", "population", "bench", "compat", "advantages.py")
 
 
