@@ -72,7 +72,7 @@ def build(config: dict, callback=None):
     from jaxagents.population.config import PopulationConfig, build_population, learner_kwargs
 
     cfg = PopulationConfig(**config["population"])
-    return build_population(cfg, build_learner(config, **learner_kwargs(config["population"])), callback=callback)
+    return build_population(cfg, build_learner(config, **learner_kwargs(cfg)), callback=callback)
 
 
 def build_learner(config: dict, callback=None, **kwargs):

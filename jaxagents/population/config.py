@@ -141,8 +141,8 @@ def placement(cfg: PopulationConfig, pop: int, present: list) -> dict:
     return out
 
 
-def learner_kwargs(population: dict | None) -> dict:
+def learner_kwargs(cfg: PopulationConfig) -> dict:
     """The ``make_train`` arguments a population config asks of its learner: a data
     axis when ``mesh.data > 1``."""
-    data = int(((population or {}).get("mesh") or {}).get("data", 1) or 1)
+    data = cfg.mesh.data
     return {"data_axis": "data", "data_shards": data} if data > 1 else {}
