@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxagents import runner
+from jaxagents import runs
 from jaxagents.outputs import check_outputs  # output paths checked before computing
 from jaxagents.learners.policy_gradient import selfplay
 from jaxagents.tracking import atomic_write
@@ -39,7 +39,7 @@ from jaxagents.tracking import atomic_write
 def analyse(run_dir: str, fractions: list[float]) -> dict:
     """``{"updates", "iterate", "average" (or None), "mixtures": {f: {"iterate", "average"}}}``,
     exploitabilities per checkpoint ``[T, seeds]`` and per seed."""
-    config, learner, states = runner.checkpoints(run_dir)
+    config, learner, states = runs.checkpoints(run_dir)
     if config.get("learner") != "selfplay":
         raise ValueError(f"{run_dir}: checkpoint_mixture reads self-play runs, this one is {config.get('learner')!r}")
     if config.get("population") is not None:

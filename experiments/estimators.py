@@ -134,13 +134,13 @@ def selfplay_checkpoints(run_dir: str) -> dict:
     from jaxagents.build import build
     from jaxagents.checkpoint import Checkpointer
     from jaxagents.learners.policy_gradient.selfplay import ROLE
-    from jaxagents.runner import _init_states, read_run_config
+    from jaxagents.runner import init_states, read_run_config
 
     config = read_run_config(run_dir)
     if config["env"]["id"] != "tic_tac_toe":
         raise SystemExit(f"--selfplay is for tic-tac-toe runs; {run_dir} is {config['env']['id']}")
     learner = build(config)
-    like = _init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
+    like = init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
     merged, agents = learner.env, learner.agents
     flat = merged.env
 

@@ -42,7 +42,7 @@ from jaxagents_environments.economy import brackets as schedule
 from jaxagents_environments.economy import metrics, policies
 from jaxagents_environments.economy.labour import worker_utility
 
-from jaxagents import runner
+from jaxagents import runner, runs
 from jaxagents.outputs import check_outputs  # output paths checked before computing
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "ippo_taxation.yaml")
@@ -119,13 +119,13 @@ def learned_episode(train, role_params, key, params, best_response_workers: bool
 def main():
     a = parse()
     if a.eval_only:
-        config, train, state, _ = runner.restore(a.run_dir)
+        config, train, state, _ = runs.restore(a.run_dir)
     else:
         config = runner.load_config(a.config, a.overrides)
         runner.run(config, a.run_dir)
-        config, train, state, _ = runner.restore(a.run_dir)
+        config, train, state, _ = runs.restore(a.run_dir)
     env, params = train.env, train.env_params
-    S, E = config["num_seeds"], a.eval_economies
+    E = a.eval_economies
     keys = jax.random.split(jax.random.key(12345), E)  # the same economies for every arm and seed
     skills = jax.vmap(lambda k: env.reset(jax.random.split(k)[0], params)[0].skills)(keys)  # [E, N]
     cut3 = params.cutoffs

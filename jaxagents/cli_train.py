@@ -75,11 +75,11 @@ def cmd_eval(args) -> int:
     """``jaxagents eval``: evaluate the latest checkpoint of ``args.run_dir`` (``--member``
     for a population run); returns 0. Raises ``ValueError`` for a folder that is not a
     run directory."""
-    from jaxagents import runner
+    from jaxagents import runs
 
     if not os.path.isfile(os.path.join(args.run_dir, "config.yaml")):
         raise ValueError(f"{args.run_dir!r} is not a run directory (no config.yaml)")
-    runner.evaluate(args.run_dir, seed=args.seed, member=args.member)
+    runs.evaluate(args.run_dir, seed=args.seed, member=args.member)
     return 0
 
 

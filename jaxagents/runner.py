@@ -1,8 +1,9 @@
 """Runs: a config (YAML or dict) -> a run directory with the resolved config,
 metrics, checkpoints, a learning-curve plot and a results table.
 
-This is what ``jaxagents train`` / ``jaxagents eval`` and the scripts in
-``baselines/`` call. Training goes in segments of ``checkpoint_every`` updates,
+This is what ``jaxagents train`` and the scripts in ``baselines/`` call; a run's
+checkpoints are read back by ``jaxagents.runs`` (``restore``, ``checkpoints``,
+``evaluate``: ``jaxagents eval``). Training goes in segments of ``checkpoint_every`` updates,
 each one jit-compiled call of the learner's update ``scan``ned (and ``vmap``ped over
 ``num_seeds`` seeds); after each segment the full train state is checkpointed and
 the segment's metrics are logged. A killed run restarted with ``resume`` restores
@@ -11,8 +12,8 @@ bit-identical to an uninterrupted run.
 
 (Over 400 lines because ``run`` is one ordered sequence -- check, lay out, restore,
 segments, divergence, results -- with the helpers only it uses; configs, building,
-run directories, the results table and checkpoints are ``config.py``, ``build.py``,
-``rundir.py``, ``results.py`` and ``checkpoint.py``.)
+run directories, the results table, checkpoints and reading runs back are ``config.py``,
+``build.py``, ``rundir.py``, ``results.py``, ``checkpoint.py`` and ``runs.py``.)
 
 Nothing is lost or overwritten:
 
@@ -74,7 +75,6 @@ import numpy as np
 from jaxagents import config as configs
 from jaxagents import tracking
 from jaxagents.checkpoint import Checkpointer
-from jaxagents.core.validate import check_int
 from jaxagents.population.distributed import gather, wait_for_all
 from jaxagents.preemption import Preempted, Preemption
 from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
@@ -176,12 +176,7 @@ def read_run_config(run_dir: str) -> dict:
     return prepare(configs.read_yaml(path))
 
 
-def _evaluate_states(learner, state, keys) -> dict:
-    """The learner's evaluation of every seed's train state (leading axis: seeds)."""
-    return jax.jit(jax.vmap(learner.evaluate))(state, keys)
-
-
-def _init_states(learner, keys):
+def init_states(learner, keys):
     """Every seed's initial state, created where it lives (a population on a device
     mesh: each process builds only its own members)."""
     return jax.jit(jax.vmap(learner.init), out_shardings=learner.state_sharding(seed_axis=True))(keys)
@@ -222,7 +217,7 @@ def _check_memory(learner, keys, quiet: bool) -> None:
             f"the train state alone needs {need / gib:.1f} GiB, more than the {have / gib:.1f} GiB of {where} "
             f"(the update needs more still): lower num_envs (or num_seeds, population.size)")
     if need > gib and not quiet:
-        _warn(f"the train state takes {need / gib:.1f} GiB"
+        warn(f"the train state takes {need / gib:.1f} GiB"
               + (f" of {have / gib:.1f} GiB of {where}" if have is not None else "")
               + "; the update needs more (the rollout), and compiling it may take minutes")
 
@@ -285,9 +280,9 @@ def _record_placement(learner, run_dir: str, quiet: bool, restored: int | None) 
     if info is None:
         return
     if not quiet:
-        _warn(info["line"])
+        warn(info["line"])
     if info["warning"]:
-        _warn(info["warning"])  # a warning is printed even when quiet: it names a choice the user did not make
+        warn(info["warning"])  # a warning is printed even when quiet: it names a choice the user did not make
     row = {k: v for k, v in info.items() if k != "line"}
     row["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:
@@ -297,7 +292,8 @@ def _record_placement(learner, run_dir: str, quiet: bool, restored: int | None) 
         raise _write_failed(e, "where the members run", os.path.join(run_dir, PLACEMENT_FILE), run_dir, restored) from None
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """One line to stderr, ``jaxagents: message`` (a run's warnings and placement)."""
     print(f"jaxagents: {message}", file=sys.stderr)
 
 
@@ -375,7 +371,7 @@ def _lock(run_dir: str, resume: bool, overwrite: bool, primary: bool) -> RunLock
     if error is not None:
         raise error
     if lock is not None and lock.stale is not None:
-        _warn(lock.stale_message())
+        warn(lock.stale_message())
     return lock
 
 
@@ -400,7 +396,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
     every = config["checkpoint_every"] or U
 
     t0 = time.perf_counter()
-    state = _init_states(learner, keys)
+    state = init_states(learner, keys)
     ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
     results_path = os.path.join(run_dir, "results.json")
@@ -413,7 +409,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
             multihost_utils.sync_global_devices("jaxagents: checkpoints restored")
             ckpt.reload()
         for message in skipped if primary else ():
-            _warn(message)
+            warn(message)
     done = int(np.asarray(state.update)[0])
     if primary:
         _record_placement(learner, run_dir, quiet, restored)
@@ -550,103 +546,3 @@ def _finish(results: dict, config: dict, learner, run_dir: str, quiet: bool) -> 
     if not quiet:
         print(format_results(results))
     return results
-
-
-def restore(run_dir: str):
-    """The newest checkpoint of a run that restores: ``(config, learner, state,
-    update)``; ``state`` is the train state of every seed (leading axis
-    ``num_seeds``). Nothing in the run directory is changed."""
-    config = read_run_config(run_dir)
-    directory = os.path.join(run_dir, "checkpoints")
-    if not os.path.isdir(directory) or not any(p.isdigit() for p in os.listdir(directory)):
-        raise ValueError(f"run {run_dir!r} has no checkpoint yet (one is written every checkpoint_every updates)")
-    learner = build(config)
-    like = _init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
-    ckpt = Checkpointer(directory, max_to_keep=None, create=False)
-    try:
-        state, step, skipped = ckpt.restore_newest(like, move_aside=False)
-    finally:
-        ckpt.close()
-    for message in skipped:
-        _warn(message)
-    return config, learner, state, step
-
-
-def checkpoints(run_dir: str):
-    """Every checkpoint of a run, oldest first: ``(config, learner, [(update, state),
-    ...])``, each ``state`` as ``restore``'s (read only; for analyses over a run's
-    history, e.g. ``experiments/checkpoint_mixture.py``). The states are
-    restored lazily, one per iteration of the returned generator."""
-    config = read_run_config(run_dir)
-    directory = os.path.join(run_dir, "checkpoints")
-    steps = sorted(int(p) for p in os.listdir(directory) if p.isdigit()) if os.path.isdir(directory) else []
-    if not steps:
-        raise ValueError(f"run {run_dir!r} has no checkpoint yet (one is written every checkpoint_every updates)")
-    learner = build(config)
-    like = _init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
-
-    def states():
-        ckpt = Checkpointer(directory, max_to_keep=None, create=False)
-        try:
-            for step in steps:
-                yield step, ckpt.restore(like, step)[0]
-        finally:
-            ckpt.close()
-
-    return config, learner, states()
-
-
-def _check_member(run_dir: str, config: dict, member) -> str:
-    """``member`` checked against the run's config before anything is restored: only
-    a population run takes one (``all``, ``best`` or an index below its size)."""
-    population = config.get("population")
-    if population is None:
-        if member is not None:
-            raise ValueError(f"--member {member} applies to a population run only; {run_dir!r} is a single run "
-                             f"(no population: section): drop --member")
-        return "all"
-    if member is None or member in ("all", "best"):
-        return member or "all"
-    size = int(population["size"])
-    text = str(member)
-    if not text.isdigit() or int(text) >= size:
-        raise ValueError(f"--member must be all, best or a member index 0..{size - 1} of {run_dir!r}, got {member!r}")
-    return text
-
-
-def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str | None = None) -> dict:
-    """Evaluate the newest checkpoint of a run (the learner's ``evaluate``: scripted
-    opponents and exploitability for self-play -- and for its parameter average, when
-    the run keeps one --, fresh-episode returns for PPO). For a population,
-    ``member`` is ``"all"`` (every member: the metrics per member, and their mean;
-    the default), ``"best"`` (the member with the best fitness at the checkpoint) or a
-    member index; a single run takes no ``member`` (refused before anything is read)."""
-    member = _check_member(run_dir, read_run_config(run_dir), member)
-    config, learner, state, step = restore(run_dir)
-    S = config["num_seeds"]
-    metrics = _evaluate_states(learner, state, jax.random.split(jax.random.key(seed), S))
-    arrays = {k: np.asarray(v, np.float64).reshape(S, -1) for k, v in metrics.items()}  # [S, P]; P = 1: no members
-    per_member = None
-    if member == "all":
-        out = {k: float(np.mean(a)) for k, a in arrays.items()}
-        if learner.members is not None:
-            per_member = {k: np.mean(a, 0).tolist() for k, a in arrays.items()}
-    else:
-        if member == "best":
-            idx = np.asarray(jax.jit(jax.vmap(learner.best))(state))  # per seed
-        else:
-            idx = np.full(S, check_int("--member", int(member), low=0, high=learner.members - 1))
-        out = {k: float(np.mean(a[np.arange(S), idx])) for k, a in arrays.items()}
-        per_member = {"member": idx.tolist()}
-    if not quiet:
-        what = f", member {member}" if per_member is not None and member != "all" else ""
-        print(f"run {run_dir}, checkpoint at update {step}, {S} seed(s){what}")
-        for k, v in out.items():
-            extra = ""
-            if per_member is not None and member == "all":
-                extra = "   members: " + " ".join(f"{x:.4g}" for x in per_member[k])
-            print(f"{k:<40} {v:>10.4f}{extra}")
-    result = {"update": step, **out}
-    if per_member is not None:
-        result["members"] = per_member
-    return result

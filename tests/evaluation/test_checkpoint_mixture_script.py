@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from jaxagents import runner
+from jaxagents import runner, runs
 from jaxagents.evaluation.exploitability import exploitability, mixture_policy, policy_from_fn
 from jaxagents.learners.policy_gradient.selfplay import ROLE
 
@@ -36,7 +36,7 @@ def test_mixtures_of_a_run_history(experiment_script, tmp_path, capsys):
     np.testing.assert_allclose(last["iterate"], r["iterate"][-1], rtol=1e-5)  # a mixture of one checkpoint
     np.testing.assert_allclose(last["average"], r["average"][-1], rtol=1e-5)
     # all four checkpoints of seed 1, mixed from their tables on the game tree
-    config, learner, states = runner.checkpoints(run)
+    config, learner, states = runs.checkpoints(run)
     env = jaxagents.make("kuhn_poker")
     tree, merged = env.game_tree(), learner.env
     tables = []

@@ -4,7 +4,6 @@ mean and first step at the threshold: tests/evaluation/test_curves.py)."""
 import json
 import math
 
-import numpy as np
 import pytest
 
 

@@ -169,7 +169,7 @@ def test_partner_networks_must_match(stage1):
 @pytest.mark.slow
 def test_two_stages_through_the_runner(tmp_path):
     """Stage 1 as a population run, stage 2 loading its pool from the run directory."""
-    from jaxagents import runner
+    from jaxagents import runner, runs
 
     tiny = {"learner": "fcp", "env": {"id": "coordination"}, "checkpoint_every": 2, "log": {"progress": False},
             "train": {"ppo": TINY_PPO, "snapshots": [0, 4]}, "population": {"size": 3}}
@@ -179,7 +179,7 @@ def test_two_stages_through_the_runner(tmp_path):
                                                      "eval_steps": 12}}
     res = runner.run(runner.prepare(stage2), run_dir=str(tmp_path / "fcp"), quiet=True)
     assert np.isfinite(res["final"]["eval/heldout/return"])
-    _, learner, state, _ = runner.restore(str(tmp_path / "fcp"))
+    _, learner, state, _ = runs.restore(str(tmp_path / "fcp"))
     assert jax.tree.leaves(state.extra.pool)[0].shape[:2] == (1, 2 * 2)  # [seeds, 2 partners x 2 snapshots]
 
 

@@ -15,7 +15,6 @@ its compiled update, ``PREFIX.pN.compiled.txt``, and the StableHLO before partit
 import argparse
 import hashlib
 import json
-import sys
 
 parser = argparse.ArgumentParser()
 parser.add_argument("mode", choices=("single", "multi"))

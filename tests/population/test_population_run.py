@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from jaxagents import runner
+from jaxagents import runner, runs
 from jaxagents.cli import main
 
 TINY = [
@@ -121,7 +121,7 @@ def test_eval_every_member_or_the_best(full, capsys):
     assert "eval/exploitability" in out and "members:" in out
     assert main(["eval", str(d), "--member", "best"]) == 0
     assert "member best" in capsys.readouterr().out
-    res = runner.evaluate(str(d), quiet=True, member="2")
+    res = runs.evaluate(str(d), quiet=True, member="2")
     assert res["members"]["member"] == [2]
 
 
