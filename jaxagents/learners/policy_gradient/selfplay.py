@@ -8,8 +8,13 @@ samples are trained on in the same batch. The advantage estimator is config
 ``normalize="role"`` is MARS's per-role normalisation; ``gae``, ``grpo``,
 ``gigpo``).
 
+The partner mechanisms are parts (``jaxagents.learners.partners``: each owns one field
+of ``SelfPlayExtra``, its update after every PPO step and its evaluation); the config
+picks them (``partner_parts``), in the order they update.
+
 Fictitious self-play: a ring buffer of ``pool_size`` past parameter sets lives in
-the train state; every ``pool_every`` updates the current parameters are pushed.
+the train state (``partners.pool``); every ``pool_every`` updates the current
+parameters are pushed.
 With probability ``pool_prob`` an environment's episode pits the learner (one
 random seat) against a uniformly drawn pool member (the other seats); the learner
 trains only on its own seats' samples. Pools need a feed-forward network.
@@ -184,11 +189,12 @@ class SelfPlayConfig:
 
 @struct.dataclass
 class SelfPlayExtra:
-    """Self-play's part of ``TrainState.extra``: the opponent ``pool`` (``Pool`` or
-    None), the parameter ``average`` (a params tree, or None), the league's payoff
-    table (``league.LeagueState``, or None without a league), the ``distilled``
-    average policy (``average_policy.AveragePolicy``, or None) and the league's main
-    ``exploiter`` (``exploiter.Exploiter``, or None)."""
+    """Self-play's part of ``TrainState.extra``, one field per partner part (None where
+    the config leaves the part out): the opponent ``pool`` (``Pool``), the parameter
+    ``average`` (a params tree), the league's payoff table (``league.LeagueState``; None
+    also for the plain pool), the ``distilled`` average policy
+    (``average_policy.AveragePolicy``) and the league's main ``exploiter``
+    (``exploiter.Exploiter``). The field names are the checkpoint's: keep them."""
 
     pool: Pool | None = None
     average: dict | None = None
