@@ -76,6 +76,7 @@ def check(parts: list[Part], extra_type: type) -> None:
 
 def init(parts: list[Part], extra_type: type, params: dict, key: jax.Array):
     """``extra_type`` with every part's first state (a field no part owns stays None)."""
+    check(parts, extra_type)
     return extra_type(**{p.field: p.init(params, key) for p in parts})
 
 

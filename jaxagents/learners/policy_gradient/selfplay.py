@@ -8,33 +8,25 @@ samples are trained on in the same batch. The advantage estimator is config
 ``normalize="role"`` is MARS's per-role normalisation; ``gae``, ``grpo``,
 ``gigpo``).
 
-The partner mechanisms are parts (``jaxagents.learners.partners``: each owns one field
-of ``SelfPlayExtra``, its update after every PPO step and its evaluation); the config
-picks them (``partner_parts``), in the order they update.
+The partner mechanisms are parts (``jaxagents.learners.partners``; each owns one field
+of ``SelfPlayExtra``, its update after every PPO step and its evaluation), which the
+config picks (``partner_parts``), listed in the order they update:
 
-Fictitious self-play: a ring buffer of ``pool_size`` past parameter sets lives in
-the train state (``partners.pool``); every ``pool_every`` updates the current
-parameters are pushed.
-With probability ``pool_prob`` an environment's episode pits the learner (one
-random seat) against a uniformly drawn pool member (the other seats); the learner
-trains only on its own seats' samples. Pools need a feed-forward network.
-
-A league (``league``: a ``LeagueConfig``, ``jaxagents.learners.partners.league``) generalises
-the pool: the snapshots are drawn with prioritised fictitious self-play weights from a
-payoff table of win rates kept in the train state, in a mix of self-play, PFSP and
-latest-snapshot games, and optionally against the league's main exploiter
-(``LeagueConfig.exploiter``, ``jaxagents.learners.partners.exploiter``: a second network that
-trains only against the main agent). The plain pool is the league's
-``ring_buffer(pool_prob)`` configuration (uniform weights, no payoff table), with the
-same random draws.
-
-Policy averaging (``average_decay > 0``): an exponential moving average of the
-parameters (Polyak averaging) is kept in the train state next to the pool, updated
-after every update, and evaluated with the exact measures (exploitability; the exact
-tic-tac-toe outcomes against minimax) under ``eval/average/...``. Near an equilibrium the
-last iterate keeps moving by the gradient noise, and exploitability -- a maximum over
-best responses -- is steep there; the average moves far less (Kuhn: see
-docs/results_selfplay.md).
+* ``pool_size > 0``: a ring buffer of past parameters (``partners.pool``), one pushed
+  every ``pool_every`` updates, and a league over it (``partners.league``) that draws
+  each environment's game: with probability ``pool_prob`` a uniformly drawn snapshot
+  in the other seats (``LeagueConfig.ring_buffer``, no payoff table), or with ``league``
+  a mix of self-play, PFSP and latest-snapshot games weighted by a payoff table kept in
+  the train state, optionally against a main exploiter (``partners.exploiter``). The
+  learner plays one random seat there and trains only on its own seats' samples.
+  Pools need a feed-forward network;
+* ``average_decay > 0``: the parameters' exponential moving average
+  (``ParameterAverage``), under ``eval/average/...``. Near an equilibrium the last
+  iterate keeps moving by the gradient noise, and exploitability -- a maximum over best
+  responses -- is steep there; the average moves far less (Kuhn:
+  docs/results_selfplay.md);
+* ``average_policy``: a distilled average policy (``partners.average_policy``, NFSP's
+  average network), under ``eval/distilled/...``.
 
 The regulariser's magnet (``magnet``): ``ent_coef`` weighs the policy's entropy (a pull
 towards the uniform policy, ``"uniform"``), or with ``"average"``
@@ -65,9 +57,8 @@ wrappers forward:
   that role's own observations (``MergeRoles`` encodes them), and its metrics are
   reported under ``eval/`` -- exact exploitability for Kuhn poker (one hand) and
   Leduc hold'em, exact outcome probabilities against minimax for tic-tac-toe;
-  with an opponent pool also the pool's snapshots as one mixed strategy (each game
-  draws one filled slot uniformly and plays it throughout: the population as one
-  agent, the quantity PSRO reports for its meta-strategy), under ``eval/pool/``.
+  and each part's own policies (``Part.evaluate``: the averages, the pool's
+  snapshots as one mixed strategy under ``eval/pool/``).
 
 The default fitness (for populations) is minus the exploitability where the game
 has one, else the mean return against the random opponent.
