@@ -4,8 +4,9 @@ The folders mirror the design; each may import only those above it in this list:
 
 * ``skeleton``: the ``Learner`` contract and what every learner shares (one rollout,
   episode metrics, the data-parallel helpers, the traced optimiser, curricula);
-* ``partners``: partner and opponent parts (league, main exploiter, distilled
-  average policy), each its own state and update;
+* ``partners``: partner and opponent parts behind one interface (``partners.part``:
+  snapshot pool, league, main exploiter, parameter and distilled averages), each its
+  own state, update and evaluation;
 * ``policy_gradient``: PPO (IPPO/MAPPO), the advantage estimators, self-play and
   fictitious co-play;
 * ``value_based``: PQN, PQN-VDN, IQL, VDN and QMIX.

@@ -28,6 +28,7 @@ import optax
 from flax import struct
 
 from jaxagents.core.validate import check_float, check_positive_int
+from jaxagents.learners.partners.part import Context, Exact, Part
 from jaxagents.learners.skeleton.optim import full_batch_steps
 
 
@@ -89,3 +90,46 @@ def fit(cfg: AveragePolicyConfig, agents, role: str, avg: AveragePolicy, tr, axi
     params, opt_state, (value, _) = full_batch_steps(loss, avg.params, avg.opt_state, cfg.optimizer(), cfg.epochs,
                                                      axis_name)
     return AveragePolicy(params, opt_state), value
+
+
+class DistilledAverage(Part):
+    """The ``distilled`` part: an ``AveragePolicy`` ``fit`` after every update to the
+    rollout's own moves (``average_policy/loss``), evaluated under ``eval/distilled/``."""
+
+    field = "distilled"
+
+    def __init__(self, cfg: AveragePolicyConfig, agents, role: str, axis_name: str | None = None):
+        self.cfg, self.agents, self.role, self.axis_name = cfg, agents, role, axis_name
+
+    def init(self, params, key):
+        return init(self.cfg, params)
+
+    def after_update(self, avg: AveragePolicy, ctx: Context):
+        avg, loss = fit(self.cfg, self.agents, self.role, avg, ctx.traj, self.axis_name)
+        return avg, {"average_policy/loss": loss}
+
+    def evaluate(self, avg: AveragePolicy, exact: Exact):
+        return exact(avg.params, "eval/distilled/")
+
+
+class ParameterAverage(Part):
+    """The ``average`` part: an exponential moving average of the parameters (Polyak
+    averaging), ``a <- decay * a + (1 - decay) * params`` after every update, from the
+    initial parameters; evaluated under ``eval/average/``. Unlike ``DistilledAverage``
+    it averages weights, not policies: cheap, and close to the iterates' policy average
+    only where the iterates stay close to each other."""
+
+    field = "average"
+
+    def __init__(self, decay: float):
+        self.decay = decay
+
+    def init(self, params, key):
+        return params
+
+    def after_update(self, avg: dict, ctx: Context):
+        d = self.decay
+        return jax.tree.map(lambda a, p: d * a + (1.0 - d) * p, avg, ctx.params), {}
+
+    def evaluate(self, avg: dict, exact: Exact):
+        return exact(avg, "eval/average/")

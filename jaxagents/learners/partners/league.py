@@ -1,7 +1,7 @@
 """A league for self-play in competitive games: who the learning ("main") agent
 plays in each environment's episode, and what it learns about its past selves.
 
-The opponents are the snapshots of self-play's ring buffer (``selfplay.Pool``:
+The opponents are the snapshots of self-play's ring buffer (``partners.pool``:
 ``pool_size`` parameter sets, the current parameters pushed every ``pool_every``
 updates). Per environment and update, one of three kinds of game is drawn with the
 probabilities of the mix (``LeagueConfig.self_play / pfsp / latest``, summing to 1):
@@ -51,6 +51,9 @@ from flax import struct
 from jaxagents.core.validate import check_choice, check_float
 from jaxagents.core.wrappers.autoreset import fold_in_each
 from jaxagents.learners.partners.exploiter import ExploiterConfig
+from jaxagents.learners.partners.part import Context, Part
+from jaxagents.learners.partners.pool import SnapshotPool
+from jaxagents.learners.skeleton.data_parallel import local_env_ids
 
 
 def _uniform(p):
@@ -254,3 +257,63 @@ def metrics(state: LeagueState, count: jax.Array, games: jax.Array, weighting: s
         "league/games": jnp.sum(games),
         "league/pfsp_entropy": jnp.maximum(-jnp.sum(jnp.where(w > 0, w * jnp.log(jnp.where(w > 0, w, 1.0)), 0.0)), 0.0),
     }
+
+
+class League(Part):
+    """The ``league`` part: who the main agent meets in each environment (``opponents``)
+    and, with a payoff table (``LeagueConfig.track_payoff``; the plain pool's ring buffer
+    keeps none, its state is None), what it learns of them after every update.
+
+    It draws from the ``pool`` part's snapshots and credits the games to them, so it
+    comes after that part in the list: ``after_update`` redraws the rollout's games
+    from the pool and table the rollout saw (``Context.before``), records their
+    outcomes, restarts the counts of the slot the pool's push overwrote and reports
+    ``league/...`` over the pool's new filled slots (``Context.new``). It leaves
+    ``Context.notes["league"] = (Draws, wins f32[K + 1], games f32[K + 1])`` for the
+    exploiter, slot ``K = pool.size``. ``num_envs``: all environments (over every
+    device); ``num_seats``: the merged role's slots."""
+
+    field = "league"
+
+    def __init__(self, cfg: LeagueConfig, pool: SnapshotPool, num_envs: int, num_seats: int,
+                 axis_name: str | None = None, shards: int = 1):
+        self.cfg, self.pool, self.num_envs, self.num_seats = cfg, pool, num_envs, num_seats
+        self.axis_name, self.shards = axis_name, shards
+
+    def draws(self, extra, key: jax.Array | None, update: jax.Array, env_ids: jax.Array | None = None) -> Draws:
+        """The games of update ``update`` (``draw``) against ``extra``'s pool: from the
+        opponent ``key``, or with a payoff table from the table's key folded with
+        ``update`` (so ``after_update`` can redraw them)."""
+        pool, table = extra.pool, extra.league
+        if self.cfg.track_payoff:
+            key = jax.random.fold_in(table.key, update)
+        return draw(self.cfg, key, pool.count, pool.next, None if table is None else table.win_rate,
+                    self.pool.size, self.num_envs, self.num_seats, env_ids)
+
+    def opponents(self, extra, key: jax.Array, update: jax.Array, env_ids: jax.Array | None = None):
+        """``(opp_params, learner bool[E, n])``: each environment's opponent, a params tree
+        ``[E, ...]`` (a snapshot, or with an exploiter its network, slot ``pool.size``),
+        and the seats the main agent plays (every seat in self-play games)."""
+        d = self.draws(extra, key, update, env_ids)
+        seats = jnp.arange(self.num_seats)[None, :]
+        learner = jnp.where(d.use[:, None], seats == d.seat[:, None], True)
+        table = extra.pool.params
+        if self.cfg.exploiter:  # the exploiter is slot pool.size, one past the snapshots
+            table = jax.tree.map(lambda buf, p: jnp.concatenate([buf, p[None]]), table, extra.exploiter.params)
+        return jax.tree.map(lambda x: x[d.idx], table), learner
+
+    def init(self, params, key):
+        return init_state(key, self.pool.size) if self.cfg.track_payoff else None
+
+    def after_update(self, table: LeagueState | None, ctx: Context):
+        if not self.cfg.track_payoff:
+            return table, {}
+        K = self.pool.size
+        env_ids = local_env_ids(self.axis_name, self.shards, self.num_envs // self.shards)  # as the rollout drew them
+        d = self.draws(ctx.before, None, ctx.update - 1, env_ids)
+        wins, games = outcomes(ctx.traj, d, K, self.axis_name)
+        ctx.notes[self.field] = (d, wins, games)
+        table = record(table, wins[:K], games[:K], self.cfg.payoff_decay)
+        # the slot the pool's push overwrote holds a new opponent
+        table = forget(table, ctx.before.pool.next, self.pool.pushes(ctx.update))
+        return table, metrics(table, ctx.new[self.pool.field].count, games[:K], self.cfg.weighting)

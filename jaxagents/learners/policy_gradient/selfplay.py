@@ -8,28 +8,25 @@ samples are trained on in the same batch. The advantage estimator is config
 ``normalize="role"`` is MARS's per-role normalisation; ``gae``, ``grpo``,
 ``gigpo``).
 
-Fictitious self-play: a ring buffer of ``pool_size`` past parameter sets lives in
-the train state; every ``pool_every`` updates the current parameters are pushed.
-With probability ``pool_prob`` an environment's episode pits the learner (one
-random seat) against a uniformly drawn pool member (the other seats); the learner
-trains only on its own seats' samples. Pools need a feed-forward network.
+The partner mechanisms are parts (``jaxagents.learners.partners``; each owns one field
+of ``SelfPlayExtra``, its update after every PPO step and its evaluation), which the
+config picks (``partner_parts``), listed in the order they update:
 
-A league (``league``: a ``LeagueConfig``, ``jaxagents.learners.partners.league``) generalises
-the pool: the snapshots are drawn with prioritised fictitious self-play weights from a
-payoff table of win rates kept in the train state, in a mix of self-play, PFSP and
-latest-snapshot games, and optionally against the league's main exploiter
-(``LeagueConfig.exploiter``, ``jaxagents.learners.partners.exploiter``: a second network that
-trains only against the main agent). The plain pool is the league's
-``ring_buffer(pool_prob)`` configuration (uniform weights, no payoff table), with the
-same random draws.
-
-Policy averaging (``average_decay > 0``): an exponential moving average of the
-parameters (Polyak averaging) is kept in the train state next to the pool, updated
-after every update, and evaluated with the exact measures (exploitability; the exact
-tic-tac-toe outcomes against minimax) under ``eval/average/...``. Near an equilibrium the
-last iterate keeps moving by the gradient noise, and exploitability -- a maximum over
-best responses -- is steep there; the average moves far less (Kuhn: see
-docs/results_selfplay.md).
+* ``pool_size > 0``: a ring buffer of past parameters (``partners.pool``), one pushed
+  every ``pool_every`` updates, and a league over it (``partners.league``) that draws
+  each environment's game: with probability ``pool_prob`` a uniformly drawn snapshot
+  in the other seats (``LeagueConfig.ring_buffer``, no payoff table), or with ``league``
+  a mix of self-play, PFSP and latest-snapshot games weighted by a payoff table kept in
+  the train state, optionally against a main exploiter (``partners.exploiter``). The
+  learner plays one random seat there and trains only on its own seats' samples.
+  Pools need a feed-forward network;
+* ``average_decay > 0``: the parameters' exponential moving average
+  (``ParameterAverage``), under ``eval/average/...``. Near an equilibrium the last
+  iterate keeps moving by the gradient noise, and exploitability -- a maximum over best
+  responses -- is steep there; the average moves far less (Kuhn:
+  docs/results_selfplay.md);
+* ``average_policy``: a distilled average policy (``partners.average_policy``, NFSP's
+  average network), under ``eval/distilled/...``.
 
 The regulariser's magnet (``magnet``): ``ent_coef`` weighs the policy's entropy (a pull
 towards the uniform policy, ``"uniform"``), or with ``"average"``
@@ -60,9 +57,8 @@ wrappers forward:
   that role's own observations (``MergeRoles`` encodes them), and its metrics are
   reported under ``eval/`` -- exact exploitability for Kuhn poker (one hand) and
   Leduc hold'em, exact outcome probabilities against minimax for tic-tac-toe;
-  with an opponent pool also the pool's snapshots as one mixed strategy (each game
-  draws one filled slot uniformly and plays it throughout: the population as one
-  agent, the quantity PSRO reports for its meta-strategy), under ``eval/pool/``.
+  and each part's own policies (``Part.evaluate``: the averages, the pool's
+  snapshots as one mixed strategy under ``eval/pool/``).
 
 The default fitness (for populations) is minus the exploitability where the game
 has one, else the mean return against the random opponent.
@@ -85,14 +81,14 @@ from flax import struct
 
 from jaxagents.core.validate import check_float, check_int, check_positive_int
 from jaxagents.core.wrappers import FlattenObservation, MergeRoles, VecEnv
-from jaxagents.learners.partners import average_policy as avg_lib
-from jaxagents.learners.partners import exploiter as exploiter_lib
-from jaxagents.learners.partners import league as league_lib
-from jaxagents.learners.partners.average_policy import AveragePolicyConfig
-from jaxagents.learners.partners.league import LeagueConfig
+from jaxagents.learners.partners import part as part_lib
+from jaxagents.learners.partners.average_policy import AveragePolicy, AveragePolicyConfig, DistilledAverage, ParameterAverage
+from jaxagents.learners.partners.exploiter import Exploiter, MainExploiter
+from jaxagents.learners.partners.league import League, LeagueConfig, LeagueState
+from jaxagents.learners.partners.part import Part
+from jaxagents.learners.partners.pool import Pool, SnapshotPool
 from jaxagents.learners.policy_gradient import ppo
 from jaxagents.learners.skeleton.agents import Agents
-from jaxagents.learners.skeleton.data_parallel import local_env_ids
 from jaxagents.learners.skeleton.interface import Fitness, Learner
 
 ROLE = "agents"
@@ -183,28 +179,19 @@ class SelfPlayConfig:
 
 
 @struct.dataclass
-class Pool:
-    """``params``: the ring buffer, a params tree with a leading ``[pool_size]``
-    axis; ``count``: filled slots; ``next``: the slot the next push overwrites."""
-
-    params: dict
-    count: jax.Array
-    next: jax.Array
-
-
-@struct.dataclass
 class SelfPlayExtra:
-    """Self-play's part of ``TrainState.extra``: the opponent ``pool`` (``Pool`` or
-    None), the parameter ``average`` (a params tree, or None), the league's payoff
-    table (``league.LeagueState``, or None without a league), the ``distilled``
-    average policy (``average_policy.AveragePolicy``, or None) and the league's main
-    ``exploiter`` (``exploiter.Exploiter``, or None)."""
+    """Self-play's part of ``TrainState.extra``, one field per partner part (None where
+    the config leaves the part out): the opponent ``pool`` (``Pool``), the parameter
+    ``average`` (a params tree), the league's payoff table (``league.LeagueState``; None
+    also for the plain pool), the ``distilled`` average policy
+    (``average_policy.AveragePolicy``) and the league's main ``exploiter``
+    (``exploiter.Exploiter``). The field names are the checkpoint's: keep them."""
 
     pool: Pool | None = None
     average: dict | None = None
-    league: league_lib.LeagueState | None = None
-    distilled: avg_lib.AveragePolicy | None = None
-    exploiter: exploiter_lib.Exploiter | None = None
+    league: LeagueState | None = None
+    distilled: AveragePolicy | None = None
+    exploiter: Exploiter | None = None
 
 
 def merge(env):
@@ -295,15 +282,30 @@ def make_evaluate(agents, merged, env_params, opponents: dict, exact, num_envs: 
 # --------------------------------------------------------------------------- train
 
 
-def _params(distilled: avg_lib.AveragePolicy | None):
-    return None if distilled is None else distilled.params
+def partner_parts(cfg: SelfPlayConfig, agents: Agents, num_seats: int, data_axis: str | None = None,
+                  data_shards: int = 1) -> list[Part]:
+    """The partner parts ``cfg`` asks for (``partners.part``), in the order they update
+    after each PPO step: the snapshot pool, then the league (it credits the rollout's
+    games and reads the pool's new snapshots), the main exploiter (it fits the games
+    the league drew), the parameter average, the distilled average policy."""
+    parts = []
+    if cfg.pool_size:
+        pool = SnapshotPool(cfg.pool_size, cfg.pool_every)
+        parts += [pool, League(cfg.mix, pool, cfg.ppo.num_envs, num_seats, data_axis, data_shards)]
+        if cfg.mix.exploiter:
+            parts.append(MainExploiter(cfg.mix.exploiter, agents, ROLE, cfg.pool_size, cfg.ppo.gamma, data_axis))
+    if cfg.average_decay:
+        parts.append(ParameterAverage(cfg.average_decay))
+    if cfg.average_policy:
+        parts.append(DistilledAverage(cfg.average_policy, agents, ROLE, data_axis))
+    return parts
 
 
 def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, data_axis: str | None = None,
                data_shards: int = 1) -> Learner:
     """The self-play ``Learner`` on ``env`` (any environment whose roles have vector or
     grid observations and discrete actions): PPO on the merged view of ``env``
-    (``learner.env``), extended with the opponent pool, the parameter average and the
+    (``learner.env``), extended with the partner parts (``partner_parts``) and the
     evaluation (``ppo.Extension``). ``TrainState.extra`` is a ``SelfPlayExtra``.
     ``data_axis``, ``data_shards``: environments split over devices (``ppo.make_train``)."""
     cfg = config
@@ -317,127 +319,42 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
     num_roles = len(merged.groups[ROLE])
     exact = merged.exact_evaluation(env_params)
     evaluate = make_evaluate(agents, merged, env_params, scripted_opponents(merged), exact, cfg.eval_envs, cfg.eval_steps)
-
-    def evaluate_all(params, average, distilled, pool, key):
-        metrics = evaluate(params, key)
-        if average is not None:
-            metrics.update(evaluate.exact(average, "eval/average/"))
-        if distilled is not None:
-            metrics.update(evaluate.exact(distilled, "eval/distilled/"))
-        if pool is not None:  # the filled slots as one mixed strategy
-            filled = (jnp.arange(cfg.pool_size) < pool.count).astype(jnp.float32)
-            metrics.update(evaluate.exact(pool.params, "eval/pool/", weights=filled))
-        return metrics
-
-    E = cfg.ppo.num_envs
-    mix = cfg.mix
-    tracked = bool(cfg.pool_size) and mix.track_payoff  # a league's payoff table
-    ex_cfg = mix.exploiter  # the league's main exploiter (None: none)
-    local_envs = E // data_shards
+    parts = partner_parts(cfg, agents, n, data_axis, data_shards)
+    league = next((p for p in parts if isinstance(p, League)), None)
 
     def init_extra(params, key):
-        pool = None
-        if cfg.pool_size:
-            stacked = jax.tree.map(lambda x: jnp.broadcast_to(x, (cfg.pool_size, *x.shape)), params[ROLE])
-            pool = Pool(stacked, jnp.ones((), jnp.int32), jnp.ones((), jnp.int32) % cfg.pool_size)
-        table = league_lib.init_state(key, cfg.pool_size) if tracked else None
-        distilled = avg_lib.init(cfg.average_policy, params[ROLE]) if cfg.average_policy else None
-        ex = exploiter_lib.init(ex_cfg, params[ROLE]) if ex_cfg else None
-        return SelfPlayExtra(pool, params[ROLE] if cfg.average_decay else None, table, distilled, ex)
+        return part_lib.init(parts, SelfPlayExtra, params[ROLE], key)
 
-    p0 = jax.eval_shape(lambda k: agents.init(k)[ROLE], jax.random.key(0))
-    pool0 = None
-    if cfg.pool_size:
-        pool0 = Pool(jax.tree.map(lambda x: jax.ShapeDtypeStruct((cfg.pool_size, *x.shape), x.dtype), p0),
-                     jax.ShapeDtypeStruct((), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32))
-    eval_shape = jax.eval_shape(
-        lambda k, avg, dist, pool: evaluate_all(agents.init(k)[ROLE], avg, dist, pool, k), jax.random.key(0),
-        p0 if cfg.average_decay else None, p0 if cfg.average_policy else None, pool0,
-    )
+    def evaluate_all(params, extra: SelfPlayExtra | None, key):
+        metrics = evaluate(params, key)
+        if extra is not None:
+            metrics.update(part_lib.evaluate(parts, extra, evaluate.exact))
+        return metrics
 
-    def draws(state, key, update, env_ids):
-        """This update's games (``league.draw``): from the update's opponent key
-        ``key``, or with a payoff table from the league's key and ``update``, which
-        ``after_update`` can redraw to credit each game to its opponent."""
-        pool: Pool = state.extra.pool
-        table = state.extra.league
-        if tracked:
-            key = jax.random.fold_in(table.key, update)
-        return league_lib.draw(mix, key, pool.count, pool.next, None if table is None else table.win_rate,
-                               cfg.pool_size, E, n, env_ids)
+    def abstract_eval(k):
+        params = agents.init(k)
+        return evaluate_all(params[ROLE], init_extra(params, k), k)
+
+    eval_shape = jax.eval_shape(abstract_eval, jax.random.key(0))
 
     def opponents(state, key, env_ids=None):
-        d = draws(state, key, state.update, env_ids)
-        learner = jnp.where(d.use[:, None], jnp.arange(n)[None, :] == d.seat[:, None], True)
-        table = state.extra.pool.params
-        if ex_cfg:  # the exploiter is slot pool_size, one past the snapshots
-            table = jax.tree.map(lambda buf, p: jnp.concatenate([buf, p[None]]), table, state.extra.exploiter.params)
-        opp = jax.tree.map(lambda x: x[d.idx], table)
+        opp, learner = league.opponents(state.extra, key, state.update, env_ids)
         return {ROLE: opp}, {ROLE: learner}
 
-    def record_games(state, traj):
-        """The payoff table after this update's finished games against snapshots, those
-        games, the update's draws, and the main agent's ``(wins, games)`` against the
-        exploiter."""
-        env_ids = local_env_ids(data_axis, data_shards, local_envs)  # as the rollout's opponents saw them
-        d = draws(state, None, state.update - 1, env_ids)
-        wins, games = league_lib.outcomes(traj[ROLE], d, cfg.pool_size, data_axis)
-        K = cfg.pool_size
-        table = league_lib.record(state.extra.league, wins[:K], games[:K], mix.payoff_decay)
-        return table, games[:K], d, (wins[K], games[K])
-
     def after_update(state, traj):
-        extra: SelfPlayExtra = state.extra
-        update_metrics = {}
-        if tracked:
-            table, games, drawn, (ex_wins, ex_games) = record_games(state, traj)
-            extra = extra.replace(league=table)
-        if ex_cfg:  # the exploiter learns from its games of this rollout, then maybe restarts
-            ex, ex_metrics = exploiter_lib.fit(ex_cfg, agents, ROLE, extra.exploiter, traj[ROLE],
-                                               drawn.use & (drawn.idx == cfg.pool_size), cfg.ppo.gamma, data_axis)
-            ex = exploiter_lib.maybe_reset(ex_cfg, ex, state.params[ROLE], state.update)
-            extra = extra.replace(exploiter=ex)
-            update_metrics.update(ex_metrics)
-            update_metrics["league/exploiter_games"] = ex_games
-            update_metrics["league/exploiter_win_rate"] = (ex_wins + 0.5) / (ex_games + 1.0)
-        if cfg.average_decay:
-            d = cfg.average_decay
-            extra = extra.replace(average=jax.tree.map(lambda a, p: d * a + (1.0 - d) * p, extra.average, state.params[ROLE]))
-        if cfg.average_policy:
-            distilled, update_metrics["average_policy/loss"] = avg_lib.fit(
-                cfg.average_policy, agents, ROLE, extra.distilled, traj[ROLE], data_axis)
-            extra = extra.replace(distilled=distilled)
-        if cfg.pool_size:
-            pool: Pool = extra.pool
-            push = state.update % cfg.pool_every == 0
-            params = jax.tree.map(
-                lambda buf, p: jnp.where(push, buf.at[pool.next].set(p), buf), pool.params, state.params[ROLE]
-            )
-            if tracked:  # the overwritten slot is a new opponent
-                extra = extra.replace(league=league_lib.forget(extra.league, pool.next, push))
-            pool = Pool(
-                params,
-                jnp.where(push, jnp.minimum(pool.count + 1, cfg.pool_size), pool.count),
-                jnp.where(push, (pool.next + 1) % cfg.pool_size, pool.next),
-            )
-            extra = extra.replace(pool=pool)
-            if tracked:
-                update_metrics.update(league_lib.metrics(extra.league, pool.count, games, mix.weighting))
+        extra, update_metrics = part_lib.after_update(parts, state.extra, state.params[ROLE], state.update, traj[ROLE])
         state = state.replace(extra=extra)
         due = (state.update % cfg.eval_every == 0) | (state.update == cfg.num_updates)
         k_eval = jax.random.fold_in(state.key, 7)
         metrics = jax.lax.cond(
             due,
-            lambda: evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), extra.pool, k_eval),
+            lambda: evaluate_all(state.params[ROLE], extra, k_eval),
             lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), eval_shape),
         )
         return state, {**update_metrics, **metrics}
 
     def evaluate_state(state, key):
-        extra: SelfPlayExtra | None = state.extra
-        if extra is None:
-            return evaluate_all(state.params[ROLE], None, None, None, key)
-        return evaluate_all(state.params[ROLE], extra.average, _params(extra.distilled), extra.pool, key)
+        return evaluate_all(state.params[ROLE], state.extra, key)
 
     if "eval/exploitability" in eval_shape:
         fitness = Fitness(("eval/exploitability",), sign=-1.0)
@@ -448,7 +365,7 @@ def make_train(config: SelfPlayConfig, env, *, env_params=None, callback=None, d
         role_ids=({ROLE: jnp.asarray(role_ids)}, num_roles),
         slot_names={ROLE: [r for r, sl in merged.role_slices[ROLE].items() for _ in range(sl.stop - sl.start)]},
         init_extra=init_extra,
-        opponents=opponents if cfg.pool_size else None,
+        opponents=opponents if league else None,
         after_update=after_update,
         evaluate=evaluate_state,
         fitness=fitness,
