@@ -63,7 +63,7 @@ one pytree: a checkpoint of it resumes bit-identically. One device only
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -78,20 +78,16 @@ from jaxagents.core.validate import (
 )
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.config import CommonConfig
-from jaxagents.learners.skeleton.interface import (
-    Fitness,
-    Learner,
-    hparam_space,
-    hparams_from_config,
-)
+from jaxagents.learners.skeleton.interface import Learner, hparams_from_config
 from jaxagents.learners.skeleton.metrics import episode_metrics
 from jaxagents.learners.skeleton.optim import make_optimizer
 from jaxagents.learners.skeleton.rollout import EnvCarry, init_carry
+from jaxagents.learners.value_based.common import evaluate_greedy, make_learner
 from jaxagents.learners.value_based.mixers import MIXERS, make_mixer
 from jaxagents.learners.value_based.qnets import (
     QAgents,
     QNetworkConfig,
-    epsilon_greedy,
+    collect,
     epsilon_schedule,
     greedy,
     masked_max,
@@ -227,14 +223,6 @@ class TrainState:
     update: jax.Array
 
 
-class Episodes(NamedTuple):
-    """What ``episode_metrics`` reads of a rollout, one role, ``[T, E, n]``."""
-
-    terminated: jax.Array
-    truncated: jax.Array
-    episode_return: jax.Array
-
-
 # ----------------------------------------------------------------------- the TD pieces
 
 
@@ -312,36 +300,13 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
             return None
         return jax.vmap(env.global_obs, in_axes=(0, None))(env_state, env_params).astype(jnp.float32)
 
-    # ---- rollout: epsilon-greedy steps of the batched environments
-    def collect(params, carry: EnvCarry, key, eps, steps: int, venv=vec):
-        """``steps`` steps -> ``(carry, Step [T, E, ...], {role: Episodes})``."""
-
-        def step(c: EnvCarry, k):
-            k_env, *k_roles = jax.random.split(k, 1 + len(roles))
-            actions, hidden, taken = {}, {}, {}
-            for kr, role in zip(k_roles, roles):
-                obs, mask = c.ts.obs[role], c.ts.action_mask[role]
-                reset = jnp.broadcast_to(c.first[:, None], obs.shape[:2])
-                hidden[role], q = qagents.apply(params[role], role, c.hidden[role], obs[None], reset[None])
-                taken[role] = epsilon_greedy(kr, q[0], mask, eps)
-                actions[role] = taken[role].astype(qagents.roles[role].action_space.dtype)
-            env_state, ts = venv.step(k_env, c.env_state, actions, env_params)
-            done = ts.done
-            returns = {r: c.episode_return[r] + ts.reward[r] for r in roles}
-            stored = Step(
-                obs=c.ts.obs, action=taken, reward=ts.reward, mask={r: jnp.asarray(c.ts.action_mask[r], bool) for r in roles},
-                active=c.ts.active, terminated=ts.terminated, truncated=ts.truncated, reset=c.first,
-                global_obs=global_obs(c.env_state),
-            )
-            bcast = lambda x, r: jnp.broadcast_to(x[:, None], returns[r].shape)  # noqa: E731  [E] -> [E, n]
-            episodes = {r: Episodes(bcast(ts.terminated, r), bcast(ts.truncated, r), jnp.where(done[:, None], returns[r], 0.0))
-                        for r in roles}
-            new = c.replace(env_state=env_state, ts=ts, first=done, hidden=hidden,
-                            episode_return={r: jnp.where(done[:, None], 0.0, returns[r]) for r in roles})
-            return new, (stored, episodes)
-
-        carry, (stored, episodes) = jax.lax.scan(step, carry, jax.random.split(key, steps))
-        return carry, stored, episodes
+    def to_step(traj: dict) -> Step:
+        """The replay's record of a rollout ``{role: qnets.QTransition [T, E, n, ...]}``:
+        ``Step [T, E, ...]`` (the per-step flags are the same for every agent)."""
+        first, field = traj[roles[0]], lambda name: {r: getattr(traj[r], name) for r in roles}  # noqa: E731
+        return Step(obs=field("obs"), action=field("action"), reward=field("reward"), mask=field("mask"),
+                    active=field("active"), terminated=first.terminated[..., 0], truncated=first.truncated[..., 0],
+                    reset=first.reset[..., 0], global_obs=first.global_obs)
 
     # ---- the loss on sampled sequences Step [L + 1, B, ...]
     def q_values(agent_params, seq: Step):
@@ -416,8 +381,9 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         hp = HParams.from_config(cfg) if hparams is None else hparams
         key, k_roll, k_learn = jax.random.split(state.key, 3)
         eps = epsilon_schedule(state.update * steps_per_update, cfg.eps_start, hp.eps_end, eps_steps)
-        carry, stored, episodes = collect(state.params, state.env, k_roll, eps, num_steps)
-        buffer = replay.add(state.buffer, stored)
+        carry, traj, _ = collect(qagents, vec, env_params, state.params, state.env, k_roll, num_steps, eps,
+                                 bootstrap_truncated=False, global_obs=global_obs)
+        buffer = replay.add(state.buffer, to_step(traj))
         lr_scale = 1.0 - state.update / num_updates if cfg.anneal_lr else 1.0
         # a branch on the update count (shared by a population's members: it stays a branch under vmap)
         learn = state.update + 1 >= first_learning_update
@@ -432,7 +398,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         refresh = (state.update + 1) % cfg.target_update_interval == 0
         target = jax.tree.map(lambda t, p: jnp.where(refresh, p, t), target, online)
         metrics = dict(metrics)
-        metrics.update(episode_metrics(episodes))
+        metrics.update(episode_metrics(traj))
         metrics["epsilon"] = jnp.asarray(eps, jnp.float32)
         metrics["learning"] = learn.astype(jnp.float32)
         metrics["update"] = state.update + 1
@@ -447,24 +413,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         """Mean return per role of the episodes that finish in ``num_steps`` steps
         (default ``config.num_steps``) of ``num_envs`` fresh environments under the
         greedy (epsilon 0) policies of ``state.params``."""
-        k0, k1 = jax.random.split(key)
-        vec_eval = VecEnv(env, num_envs)
-        carry = init_carry(qagents, vec_eval, k0, env_params)
-        _, _, episodes = collect(state.params, carry, k1, 0.0, num_steps or cfg.num_steps, vec_eval)
-        return {f"eval/{k}": v for k, v in episode_metrics(episodes).items()}
+        return evaluate_greedy(qagents, env, env_params, state.params, key, num_envs, num_steps or cfg.num_steps)
 
-    return Learner(
-        init=init,
-        update=update,
-        evaluate=evaluate,
-        default_hparams=HParams.from_config(cfg),
-        hparam_space=hparam_space(HPARAM_RANGES, cfg),
-        fitness=Fitness(tuple(f"episode_return/{r}" for r in roles), valid="episodes"),
-        config=cfg,
-        env=env,
-        env_params=env_params,
-        num_updates=num_updates,
-        agents=qagents,
-        data_axis=None,
-        data_shards=1,
-    )
+    return make_learner(cfg, env, env_params, qagents, HParams, HPARAM_RANGES, init=init, update=update,
+                        evaluate=evaluate)
