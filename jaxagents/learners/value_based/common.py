@@ -5,8 +5,11 @@ traced hyper-parameters, train state, targets and update."""
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.interface import Fitness, Learner, hparam_space
+from jaxagents.learners.skeleton.metrics import episode_metrics
 from jaxagents.learners.skeleton.rollout import evaluate_episodes
 from jaxagents.learners.value_based.qnets import QAgents, collect
 
@@ -20,6 +23,19 @@ def evaluate_greedy(qagents: QAgents, env, env_params, params: dict, key, num_en
     play = lambda carry, k: collect(qagents, vec, env_params, params, carry, k, num_steps, 0.0,  # noqa: E731
                                     bootstrap_truncated=False)[1]
     return evaluate_episodes(qagents, vec, env_params, key, play)
+
+
+def update_metrics(metrics: dict, traj: dict, eps, update, steps_per_update: int, data_axis: str | None = None) -> dict:
+    """An update's metrics: the learning ``metrics`` (``{name: f32[]}``), then, of the
+    rollout ``traj`` (``{role: qnets.QTransition [T, E, n, ...]}``), the finished
+    episodes' returns (``episode_metrics``, summed over ``data_axis``), its
+    ``epsilon``, and ``update`` (``i32[]``, updates done counting this one) with the
+    ``env_steps`` they took."""
+    metrics = {**metrics, **episode_metrics(traj, None, data_axis)}
+    metrics["epsilon"] = jnp.asarray(eps, jnp.float32)
+    metrics["update"] = update
+    metrics["env_steps"] = update * steps_per_update
+    return metrics
 
 
 def make_learner(config, env, env_params, qagents: QAgents, hparams_cls, ranges: dict, *, init, update, evaluate,

@@ -58,7 +58,6 @@ from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.config import CommonConfig
 from jaxagents.learners.skeleton.data_parallel import check_data_shards, local_env_ids
 from jaxagents.learners.skeleton.interface import Learner, hparams_from_config
-from jaxagents.learners.skeleton.metrics import episode_metrics
 from jaxagents.learners.skeleton.optim import make_optimizer
 from jaxagents.learners.skeleton.rollout import (
     EnvCarry,
@@ -66,7 +65,7 @@ from jaxagents.learners.skeleton.rollout import (
     init_carry,
     shaped_reward,
 )
-from jaxagents.learners.value_based.common import evaluate_greedy, make_learner
+from jaxagents.learners.value_based.common import evaluate_greedy, make_learner, update_metrics
 from jaxagents.learners.value_based.qlambda import q_lambda
 from jaxagents.learners.value_based.qnets import (
     QAgents,
@@ -326,11 +325,7 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
 
         (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                     jax.random.split(k_epochs, cfg.update_epochs))
-        metrics = jax.tree.map(jnp.mean, metrics)
-        metrics.update(episode_metrics(traj, None, data_axis))
-        metrics["epsilon"] = eps
-        metrics["update"] = state.update + 1
-        metrics["env_steps"] = (state.update + 1) * steps_per_update
+        metrics = update_metrics(jax.tree.map(jnp.mean, metrics), traj, eps, state.update + 1, steps_per_update, data_axis)
         new = state.replace(params=params, opt_state=opt_state, env=carry, key=key, update=state.update + 1)
         if callback is not None:
             jax.debug.callback(callback, new.update, metrics)

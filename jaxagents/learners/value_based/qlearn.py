@@ -79,10 +79,9 @@ from jaxagents.core.validate import (
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.config import CommonConfig
 from jaxagents.learners.skeleton.interface import Learner, hparams_from_config
-from jaxagents.learners.skeleton.metrics import episode_metrics
 from jaxagents.learners.skeleton.optim import make_optimizer
 from jaxagents.learners.skeleton.rollout import EnvCarry, init_carry
-from jaxagents.learners.value_based.common import evaluate_greedy, make_learner
+from jaxagents.learners.value_based.common import evaluate_greedy, make_learner, update_metrics
 from jaxagents.learners.value_based.mixers import MIXERS, make_mixer
 from jaxagents.learners.value_based.qnets import (
     QAgents,
@@ -166,12 +165,9 @@ class QConfig(CommonConfig):
             set_(name, check_positive_int(name, getattr(self, name)))
         set_("learning_starts", check_int("learning_starts", self.learning_starts, low=0))
         set_("mixer_hyper_hidden", check_int("mixer_hyper_hidden", self.mixer_hyper_hidden, low=0))
-        bounds = {"eps_start": dict(low=0.0, high=1.0), "eps_end": dict(low=0.0, high=1.0),
-                  "eps_decay": dict(low=0.0, high=1.0)}
-        for name, b in bounds.items():
-            set_(name, check_float(name, getattr(self, name), **b))
-        for name in ("double_q",):
-            set_(name, check_bool(name, getattr(self, name)))
+        for name in ("eps_start", "eps_end", "eps_decay"):
+            set_(name, check_float(name, getattr(self, name), low=0.0, high=1.0))
+        set_("double_q", check_bool("double_q", self.double_q))
 
 
 @struct.dataclass
@@ -295,18 +291,9 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
     eps_steps = cfg.eps_decay * cfg.total_timesteps
     num_agents = sum(role.num_agents for role in qagents.roles.values())
 
-    def global_obs(env_state):
-        if not central:
-            return None
-        return jax.vmap(env.global_obs, in_axes=(0, None))(env_state, env_params).astype(jnp.float32)
-
-    def to_step(traj: dict) -> Step:
-        """The replay's record of a rollout ``{role: qnets.QTransition [T, E, n, ...]}``:
-        ``Step [T, E, ...]`` (the per-step flags are the same for every agent)."""
-        first, field = traj[roles[0]], lambda name: {r: getattr(traj[r], name) for r in roles}  # noqa: E731
-        return Step(obs=field("obs"), action=field("action"), reward=field("reward"), mask=field("mask"),
-                    active=field("active"), terminated=first.terminated[..., 0], truncated=first.truncated[..., 0],
-                    reset=first.reset[..., 0], global_obs=first.global_obs)
+    # QMIX's mixer input, recorded before every step
+    global_obs = None if not central else (
+        lambda s: jax.vmap(env.global_obs, in_axes=(0, None))(s, env_params).astype(jnp.float32))
 
     # ---- the loss on sampled sequences Step [L + 1, B, ...]
     def q_values(agent_params, seq: Step):
@@ -369,12 +356,10 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
             mix = mixer.init(k_mixer, jnp.zeros((1, num_agents)), None if global_shape is None else jnp.zeros((1, *global_shape)))
         opt_state = make_optimizer(hp, 1.0).init({"agents": params, "mixer": mix})
         carry = init_carry(qagents, vec, k_env, env_params)
-        example = jax.tree.map(lambda x: x[0], Step(
-            obs=carry.ts.obs, action={r: jnp.zeros(carry.ts.active[r].shape, jnp.int32) for r in roles},
-            reward=carry.ts.reward, mask={r: jnp.asarray(carry.ts.action_mask[r], bool) for r in roles},
-            active=carry.ts.active, terminated=carry.ts.terminated, truncated=carry.ts.truncated, reset=carry.first,
-            global_obs=global_obs(carry.env_state),
-        ))
+        # an empty buffer shaped after one step of the rollout (flashbax reads only shapes and dtypes)
+        one = jax.eval_shape(lambda: Step.of_rollout(collect(qagents, vec, env_params, params, carry, k_env, 1, 0.0,
+                                                             bootstrap_truncated=False, global_obs=global_obs)[1]))
+        example = jax.tree.map(lambda x: jnp.zeros(x.shape[2:], x.dtype), one)
         return TrainState(params, mix, params, mix, opt_state, carry, replay.init(example), key, jnp.zeros((), jnp.int32))
 
     def update(state: TrainState, hparams: HParams | None = None):
@@ -383,7 +368,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         eps = epsilon_schedule(state.update * steps_per_update, cfg.eps_start, hp.eps_end, eps_steps)
         carry, traj, _ = collect(qagents, vec, env_params, state.params, state.env, k_roll, num_steps, eps,
                                  bootstrap_truncated=False, global_obs=global_obs)
-        buffer = replay.add(state.buffer, to_step(traj))
+        buffer = replay.add(state.buffer, Step.of_rollout(traj))
         lr_scale = 1.0 - state.update / num_updates if cfg.anneal_lr else 1.0
         # a branch on the update count (shared by a population's members: it stays a branch under vmap)
         learn = state.update + 1 >= first_learning_update
@@ -391,18 +376,12 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         online = {"agents": state.params, "mixer": state.mixer}
         target = {"agents": state.target, "mixer": state.target_mixer}
         online, opt_state, metrics = jax.lax.cond(
-            learn,
-            lambda: gradient_steps(online, state.opt_state, target, buffer, k_learn, hp, lr_scale),
-            lambda: (online, state.opt_state, zeros),
-        )
+            learn, lambda: gradient_steps(online, state.opt_state, target, buffer, k_learn, hp, lr_scale),
+            lambda: (online, state.opt_state, zeros))
         refresh = (state.update + 1) % cfg.target_update_interval == 0
         target = jax.tree.map(lambda t, p: jnp.where(refresh, p, t), target, online)
-        metrics = dict(metrics)
-        metrics.update(episode_metrics(traj))
-        metrics["epsilon"] = jnp.asarray(eps, jnp.float32)
+        metrics = update_metrics(metrics, traj, eps, state.update + 1, steps_per_update)
         metrics["learning"] = learn.astype(jnp.float32)
-        metrics["update"] = state.update + 1
-        metrics["env_steps"] = (state.update + 1) * steps_per_update
         new = TrainState(online["agents"], online["mixer"], target["agents"], target["mixer"], opt_state, carry, buffer, key,
                          state.update + 1)
         if callback is not None:
