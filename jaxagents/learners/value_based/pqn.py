@@ -57,7 +57,7 @@ from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.config import CommonConfig
 from jaxagents.learners.skeleton.data_parallel import check_data_shards, local_env_ids
-from jaxagents.learners.skeleton.interface import Learner, hparams_from_config
+from jaxagents.learners.skeleton.interface import ConfigHParams, Learner
 from jaxagents.learners.skeleton.optim import make_optimizer
 from jaxagents.learners.skeleton.rollout import (
     EnvCarry,
@@ -139,7 +139,7 @@ class PQNConfig(CommonConfig):
 
 
 @struct.dataclass
-class PQNHParams:
+class PQNHParams(ConfigHParams):
     """PQN's traced hyper-parameters (scalars: ``vmap`` over them trains a population)."""
 
     lr: jax.Array
@@ -147,11 +147,6 @@ class PQNHParams:
     gamma: jax.Array
     q_lambda: jax.Array
     eps_end: jax.Array
-
-    @classmethod
-    def from_config(cls, cfg: PQNConfig) -> "PQNHParams":
-        """The hyper-parameters at ``cfg``'s values (its fields of the same names), ``f32[]`` each."""
-        return hparams_from_config(cls, cfg)
 
 
 # where a population may move them: (low, high, scale); a config value outside widens the range

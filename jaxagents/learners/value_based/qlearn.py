@@ -78,7 +78,7 @@ from jaxagents.core.validate import (
 )
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.config import CommonConfig
-from jaxagents.learners.skeleton.interface import Learner, hparams_from_config
+from jaxagents.learners.skeleton.interface import ConfigHParams, Learner
 from jaxagents.learners.skeleton.optim import make_optimizer
 from jaxagents.learners.skeleton.rollout import EnvCarry, init_carry
 from jaxagents.learners.value_based.common import evaluate_greedy, make_learner, update_metrics
@@ -171,18 +171,13 @@ class QConfig(CommonConfig):
 
 
 @struct.dataclass
-class HParams:
+class HParams(ConfigHParams):
     """The traced hyper-parameters (scalars; ``vmap`` over them trains a population)."""
 
     lr: jax.Array
     gamma: jax.Array
     eps_end: jax.Array
     max_grad_norm: jax.Array
-
-    @classmethod
-    def from_config(cls, cfg: QConfig) -> "HParams":
-        """The hyper-parameters at ``cfg``'s values (its fields of the same names), ``f32[]`` each."""
-        return hparams_from_config(cls, cfg)
 
 
 # where a population may move them: (low, high, scale); a config value outside widens the range.
