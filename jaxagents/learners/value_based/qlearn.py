@@ -9,6 +9,7 @@ One update:
    per role, shared by the role's agents, recurrent or not); epsilon decays
    linearly from ``eps_start`` to ``eps_end`` over the first ``eps_decay`` of the
    run's env steps. Illegal actions are never chosen, greedily or at random.
+   The rollout is PQN's (``qnets.collect``); ``evaluate`` plays it greedily.
 2. **Store** the rollout in the replay buffer (``replay.Replay``, flashbax).
 3. Once ``learning_starts`` env steps were collected, **``num_gradient_steps``
    gradient steps**, each on ``batch_size`` sequences of ``sample_length + 1``
