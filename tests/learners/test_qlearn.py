@@ -167,6 +167,29 @@ def test_qmix_recurrent_never_chooses_an_illegal_action_and_coordinates(qmix_two
     assert float(ev["eval/episode_return/row"]) == 8.0  # (stag, stag) at both steps
 
 
+def test_pqn_and_q_learning_evaluate_the_same_greedy_policy_alike():
+    """The value-based learners share one evaluation (``common.evaluate_greedy``): on
+    the one-shot stag hunt, PQN's and IQL's ``evaluate`` of the same Q-networks report
+    the same metrics, every episode the greedy joint action's payoff (never the illegal
+    feast)."""
+    from jaxagents.learners.value_based import pqn
+
+    env, net = MaskedStagHunt(), dict(hidden=[16], layer_norm=False)
+    iql = make_train(QConfig(mixer="none", **{**TINY, "network": dict(net, recurrent=False)}), env)
+    pqn_learner = pqn.make_train(pqn.PQNConfig(num_envs=4, num_steps=2, total_timesteps=64, num_minibatches=2,
+                                               network=net), env)
+    state = iql.init(jax.random.key(0))
+    pqn_state = pqn_learner.init(jax.random.key(1)).replace(params=state.params)
+    key = jax.random.key(2)
+    m_iql = jax.jit(lambda s: iql.evaluate(s, key, num_envs=4, num_steps=3))(state)
+    m_pqn = jax.jit(lambda s: pqn_learner.evaluate(s, key, num_envs=4, num_steps=3))(pqn_state)
+    assert {k: float(v) for k, v in m_iql.items()} == {k: float(v) for k, v in m_pqn.items()}
+    row, col = _greedy_first_actions(iql, jax.tree.map(lambda x: x[None], state.params))[0]
+    assert int(m_iql["eval/episodes"]) == 4 * 3 and max(row, col) < 2
+    assert float(m_iql["eval/episode_return/row"]) == STAG_LAST[0, row, col]
+    assert float(m_iql["eval/episode_return/column"]) == STAG_LAST[1, row, col]
+
+
 def test_the_target_ignores_illegal_actions():
     q_target = jnp.array([[1.0, 100.0, 2.0], [5.0, -1.0, 100.0]])
     q_online = jnp.array([[0.0, 100.0, 1.0], [0.0, 1.0, 100.0]])

@@ -71,6 +71,7 @@ from jaxagents.learners.skeleton.rollout import (
     EnvCarry,
     check_shaped_reward,
     collect,
+    evaluate_episodes,
     init_carry,
     shaped_reward,
 )
@@ -282,12 +283,11 @@ def make_train(config: PPOConfig, env, *, env_params=None, callback: Callable | 
         """Mean return per role of the episodes that finish in ``num_steps`` steps
         (default ``config.num_steps``) of ``num_envs`` fresh environments under the
         sampled policies ``state.params``."""
-        k0, k1 = jax.random.split(key)
         vec_eval = VecEnv(env, num_envs, final_obs=bootstrap)
         eval_params = curriculum.params_at(env_params, env_schedule, state.update)  # where training has got to
-        carry = init_carry(agents, vec_eval, k0, eval_params)
-        _, traj, _ = collect(agents, vec_eval, eval_params, state.params, carry, k1, num_steps or cfg.num_steps, start_hash=False)
-        return {f"eval/{k}": v for k, v in episode_metrics(traj, ext.slot_names).items()}
+        play = lambda carry, k: collect(agents, vec_eval, eval_params, state.params, carry, k,  # noqa: E731
+                                        num_steps or cfg.num_steps, start_hash=False)[1]
+        return evaluate_episodes(agents, vec_eval, eval_params, key, play, ext.slot_names)
 
     returns = sorted({f"episode_return/{n}" for n in slot_name_set(env, ext.slot_names)})
     return Learner(

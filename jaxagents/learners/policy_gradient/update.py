@@ -31,7 +31,7 @@ from jaxagents.learners.skeleton.optim import make_optimizer
 
 
 @struct.dataclass
-class HParams:
+class HParams(interface.ConfigHParams):
     """The hyper-parameters a population may vary: traced scalars, so
     ``vmap(train)`` over them works (PureJaxRL-style sweeps)."""
 
@@ -42,11 +42,6 @@ class HParams:
     gamma: jax.Array
     gae_lambda: jax.Array
     max_grad_norm: jax.Array
-
-    @classmethod
-    def from_config(cls, cfg) -> "HParams":
-        """The hyper-parameters at ``cfg``'s values (a ``PPOConfig``'s fields of the same names), ``f32[]`` each."""
-        return interface.hparams_from_config(cls, cfg)
 
 
 # Where a population may move each of them: (low, high, scale). A config value

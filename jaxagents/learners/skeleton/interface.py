@@ -95,6 +95,17 @@ def hparams_from_config(cls, config):
     return cls(**{name: jnp.asarray(getattr(config, name), jnp.float32) for name in cls.__dataclass_fields__})
 
 
+class ConfigHParams:
+    """Base of every learner's traced hyper-parameters: a ``flax.struct`` dataclass
+    whose fields (``f32[]`` scalars) are named after config fields, so that
+    ``from_config`` reads the defaults; the subclass lists only its fields."""
+
+    @classmethod
+    def from_config(cls, config):
+        """The hyper-parameters at ``config``'s values, ``f32[]`` each."""
+        return hparams_from_config(cls, config)
+
+
 def hparam_space(ranges: dict, config) -> dict[str, HParamSpec]:
     """``{name: HParamSpec}`` from a learner's ``ranges`` ``{name: (low, high, scale)}``
     (where a population may move each traced hyper-parameter), the defaults read

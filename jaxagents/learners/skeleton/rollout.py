@@ -23,6 +23,7 @@ from jaxagents.advantages import hash_rows
 from jaxagents.core.branch import branch
 from jaxagents.core.wrappers.autoreset import fold_in_each
 from jaxagents.learners.skeleton.agents import with_time_axis
+from jaxagents.learners.skeleton.metrics import episode_metrics
 
 
 @struct.dataclass
@@ -98,6 +99,20 @@ def init_carry(agents, vec, key, env_params, env_ids=None) -> EnvCarry:
         episode_return={r: jnp.zeros((n, role.num_agents), jnp.float32) for r, role in agents.roles.items()},
         start_hash=_obs_hash(ts),
     )
+
+
+def evaluate_episodes(agents, vec, env_params, key, play, slot_names: dict | None = None) -> dict:
+    """Every learner's ``evaluate``: play fresh episodes and report how they went.
+
+    ``vec``'s environments start fresh (reset with the first half of ``key``), the
+    learner's own rollout ``play(carry, key) -> {role: trajectory [T, E, n, ...]}``
+    runs from there with the second half (PPO samples its policies, the Q-learners act
+    greedily), and the episodes that finished give ``{"eval/<name>": f32[]}``
+    (``metrics.episode_metrics``: the mean return per role or slot name, and
+    ``eval/episodes``)."""
+    k0, k1 = jax.random.split(key)
+    traj = play(init_carry(agents, vec, k0, env_params), k1)
+    return {f"eval/{k}": v for k, v in episode_metrics(traj, slot_names).items()}
 
 
 def _global_obs(agents, vec, env_state, env_params):

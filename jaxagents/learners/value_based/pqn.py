@@ -57,13 +57,7 @@ from jaxagents.core.validate import check_bool, check_float, check_positive_int
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.config import CommonConfig
 from jaxagents.learners.skeleton.data_parallel import check_data_shards, local_env_ids
-from jaxagents.learners.skeleton.interface import (
-    Fitness,
-    Learner,
-    hparam_space,
-    hparams_from_config,
-)
-from jaxagents.learners.skeleton.metrics import episode_metrics
+from jaxagents.learners.skeleton.interface import ConfigHParams, Learner
 from jaxagents.learners.skeleton.optim import make_optimizer
 from jaxagents.learners.skeleton.rollout import (
     EnvCarry,
@@ -71,6 +65,7 @@ from jaxagents.learners.skeleton.rollout import (
     init_carry,
     shaped_reward,
 )
+from jaxagents.learners.value_based.common import evaluate_greedy, make_learner, update_metrics
 from jaxagents.learners.value_based.qlambda import q_lambda
 from jaxagents.learners.value_based.qnets import (
     QAgents,
@@ -144,7 +139,7 @@ class PQNConfig(CommonConfig):
 
 
 @struct.dataclass
-class PQNHParams:
+class PQNHParams(ConfigHParams):
     """PQN's traced hyper-parameters (scalars: ``vmap`` over them trains a population)."""
 
     lr: jax.Array
@@ -152,11 +147,6 @@ class PQNHParams:
     gamma: jax.Array
     q_lambda: jax.Array
     eps_end: jax.Array
-
-    @classmethod
-    def from_config(cls, cfg: PQNConfig) -> "PQNHParams":
-        """The hyper-parameters at ``cfg``'s values (its fields of the same names), ``f32[]`` each."""
-        return hparams_from_config(cls, cfg)
 
 
 # where a population may move them: (low, high, scale); a config value outside widens the range
@@ -330,11 +320,7 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
 
         (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                     jax.random.split(k_epochs, cfg.update_epochs))
-        metrics = jax.tree.map(jnp.mean, metrics)
-        metrics.update(episode_metrics(traj, None, data_axis))
-        metrics["epsilon"] = eps
-        metrics["update"] = state.update + 1
-        metrics["env_steps"] = (state.update + 1) * steps_per_update
+        metrics = update_metrics(jax.tree.map(jnp.mean, metrics), traj, eps, state.update + 1, steps_per_update, data_axis)
         new = state.replace(params=params, opt_state=opt_state, env=carry, key=key, update=state.update + 1)
         if callback is not None:
             jax.debug.callback(callback, new.update, metrics)
@@ -344,25 +330,8 @@ def make_train(config: PQNConfig, env, *, env_params=None, callback: Callable | 
         """Mean return per role of the episodes that finish in ``num_steps`` steps
         (default ``eval_steps``) of ``num_envs`` (default ``eval_envs``) fresh
         environments under the greedy policies of ``state.params``."""
-        k0, k1 = jax.random.split(key)
-        vec_eval = VecEnv(env, num_envs or cfg.eval_envs)
-        carry = init_carry(qagents, vec_eval, k0, env_params)
-        _, traj, _ = collect(qagents, vec_eval, env_params, state.params, carry, k1,
-                             num_steps or cfg.eval_steps or cfg.num_steps, 0.0, bootstrap_truncated=False)
-        return {f"eval/{k}": v for k, v in episode_metrics(traj).items()}
+        return evaluate_greedy(qagents, env, env_params, state.params, key, num_envs or cfg.eval_envs,
+                               num_steps or cfg.eval_steps or cfg.num_steps)
 
-    return Learner(
-        init=init,
-        update=update,
-        evaluate=evaluate,
-        default_hparams=PQNHParams.from_config(cfg),
-        hparam_space=hparam_space(HPARAM_RANGES, cfg),
-        fitness=Fitness(tuple(f"episode_return/{r}" for r in roles), valid="episodes"),
-        config=cfg,
-        env=env,
-        env_params=env_params,
-        num_updates=num_updates,
-        agents=qagents,
-        data_axis=data_axis,
-        data_shards=data_shards,
-    )
+    return make_learner(cfg, env, env_params, qagents, PQNHParams, HPARAM_RANGES, init=init, update=update,
+                        evaluate=evaluate, data_axis=data_axis, data_shards=data_shards)

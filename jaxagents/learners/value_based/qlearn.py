@@ -9,6 +9,7 @@ One update:
    per role, shared by the role's agents, recurrent or not); epsilon decays
    linearly from ``eps_start`` to ``eps_end`` over the first ``eps_decay`` of the
    run's env steps. Illegal actions are never chosen, greedily or at random.
+   The rollout is PQN's (``qnets.collect``); ``evaluate`` plays it greedily.
 2. **Store** the rollout in the replay buffer (``replay.Replay``, flashbax).
 3. Once ``learning_starts`` env steps were collected, **``num_gradient_steps``
    gradient steps**, each on ``batch_size`` sequences of ``sample_length + 1``
@@ -63,7 +64,7 @@ one pytree: a checkpoint of it resumes bit-identically. One device only
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -78,20 +79,15 @@ from jaxagents.core.validate import (
 )
 from jaxagents.core.wrappers import VecEnv
 from jaxagents.learners.skeleton.config import CommonConfig
-from jaxagents.learners.skeleton.interface import (
-    Fitness,
-    Learner,
-    hparam_space,
-    hparams_from_config,
-)
-from jaxagents.learners.skeleton.metrics import episode_metrics
+from jaxagents.learners.skeleton.interface import ConfigHParams, Learner
 from jaxagents.learners.skeleton.optim import make_optimizer
 from jaxagents.learners.skeleton.rollout import EnvCarry, init_carry
+from jaxagents.learners.value_based.common import evaluate_greedy, make_learner, update_metrics
 from jaxagents.learners.value_based.mixers import MIXERS, make_mixer
 from jaxagents.learners.value_based.qnets import (
     QAgents,
     QNetworkConfig,
-    epsilon_greedy,
+    collect,
     epsilon_schedule,
     greedy,
     masked_max,
@@ -170,27 +166,19 @@ class QConfig(CommonConfig):
             set_(name, check_positive_int(name, getattr(self, name)))
         set_("learning_starts", check_int("learning_starts", self.learning_starts, low=0))
         set_("mixer_hyper_hidden", check_int("mixer_hyper_hidden", self.mixer_hyper_hidden, low=0))
-        bounds = {"eps_start": dict(low=0.0, high=1.0), "eps_end": dict(low=0.0, high=1.0),
-                  "eps_decay": dict(low=0.0, high=1.0)}
-        for name, b in bounds.items():
-            set_(name, check_float(name, getattr(self, name), **b))
-        for name in ("double_q",):
-            set_(name, check_bool(name, getattr(self, name)))
+        for name in ("eps_start", "eps_end", "eps_decay"):
+            set_(name, check_float(name, getattr(self, name), low=0.0, high=1.0))
+        set_("double_q", check_bool("double_q", self.double_q))
 
 
 @struct.dataclass
-class HParams:
+class HParams(ConfigHParams):
     """The traced hyper-parameters (scalars; ``vmap`` over them trains a population)."""
 
     lr: jax.Array
     gamma: jax.Array
     eps_end: jax.Array
     max_grad_norm: jax.Array
-
-    @classmethod
-    def from_config(cls, cfg: QConfig) -> "HParams":
-        """The hyper-parameters at ``cfg``'s values (its fields of the same names), ``f32[]`` each."""
-        return hparams_from_config(cls, cfg)
 
 
 # where a population may move them: (low, high, scale); a config value outside widens the range.
@@ -225,14 +213,6 @@ class TrainState:
     buffer: ReplayState
     key: jax.Array
     update: jax.Array
-
-
-class Episodes(NamedTuple):
-    """What ``episode_metrics`` reads of a rollout, one role, ``[T, E, n]``."""
-
-    terminated: jax.Array
-    truncated: jax.Array
-    episode_return: jax.Array
 
 
 # ----------------------------------------------------------------------- the TD pieces
@@ -307,41 +287,9 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
     eps_steps = cfg.eps_decay * cfg.total_timesteps
     num_agents = sum(role.num_agents for role in qagents.roles.values())
 
-    def global_obs(env_state):
-        if not central:
-            return None
-        return jax.vmap(env.global_obs, in_axes=(0, None))(env_state, env_params).astype(jnp.float32)
-
-    # ---- rollout: epsilon-greedy steps of the batched environments
-    def collect(params, carry: EnvCarry, key, eps, steps: int, venv=vec):
-        """``steps`` steps -> ``(carry, Step [T, E, ...], {role: Episodes})``."""
-
-        def step(c: EnvCarry, k):
-            k_env, *k_roles = jax.random.split(k, 1 + len(roles))
-            actions, hidden, taken = {}, {}, {}
-            for kr, role in zip(k_roles, roles):
-                obs, mask = c.ts.obs[role], c.ts.action_mask[role]
-                reset = jnp.broadcast_to(c.first[:, None], obs.shape[:2])
-                hidden[role], q = qagents.apply(params[role], role, c.hidden[role], obs[None], reset[None])
-                taken[role] = epsilon_greedy(kr, q[0], mask, eps)
-                actions[role] = taken[role].astype(qagents.roles[role].action_space.dtype)
-            env_state, ts = venv.step(k_env, c.env_state, actions, env_params)
-            done = ts.done
-            returns = {r: c.episode_return[r] + ts.reward[r] for r in roles}
-            stored = Step(
-                obs=c.ts.obs, action=taken, reward=ts.reward, mask={r: jnp.asarray(c.ts.action_mask[r], bool) for r in roles},
-                active=c.ts.active, terminated=ts.terminated, truncated=ts.truncated, reset=c.first,
-                global_obs=global_obs(c.env_state),
-            )
-            bcast = lambda x, r: jnp.broadcast_to(x[:, None], returns[r].shape)  # noqa: E731  [E] -> [E, n]
-            episodes = {r: Episodes(bcast(ts.terminated, r), bcast(ts.truncated, r), jnp.where(done[:, None], returns[r], 0.0))
-                        for r in roles}
-            new = c.replace(env_state=env_state, ts=ts, first=done, hidden=hidden,
-                            episode_return={r: jnp.where(done[:, None], 0.0, returns[r]) for r in roles})
-            return new, (stored, episodes)
-
-        carry, (stored, episodes) = jax.lax.scan(step, carry, jax.random.split(key, steps))
-        return carry, stored, episodes
+    # QMIX's mixer input, recorded before every step
+    global_obs = None if not central else (
+        lambda s: jax.vmap(env.global_obs, in_axes=(0, None))(s, env_params).astype(jnp.float32))
 
     # ---- the loss on sampled sequences Step [L + 1, B, ...]
     def q_values(agent_params, seq: Step):
@@ -404,20 +352,19 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
             mix = mixer.init(k_mixer, jnp.zeros((1, num_agents)), None if global_shape is None else jnp.zeros((1, *global_shape)))
         opt_state = make_optimizer(hp, 1.0).init({"agents": params, "mixer": mix})
         carry = init_carry(qagents, vec, k_env, env_params)
-        example = jax.tree.map(lambda x: x[0], Step(
-            obs=carry.ts.obs, action={r: jnp.zeros(carry.ts.active[r].shape, jnp.int32) for r in roles},
-            reward=carry.ts.reward, mask={r: jnp.asarray(carry.ts.action_mask[r], bool) for r in roles},
-            active=carry.ts.active, terminated=carry.ts.terminated, truncated=carry.ts.truncated, reset=carry.first,
-            global_obs=global_obs(carry.env_state),
-        ))
+        # an empty buffer shaped after one step of the rollout (flashbax reads only shapes and dtypes)
+        one = jax.eval_shape(lambda: Step.of_rollout(collect(qagents, vec, env_params, params, carry, k_env, 1, 0.0,
+                                                             bootstrap_truncated=False, global_obs=global_obs)[1]))
+        example = jax.tree.map(lambda x: jnp.zeros(x.shape[2:], x.dtype), one)
         return TrainState(params, mix, params, mix, opt_state, carry, replay.init(example), key, jnp.zeros((), jnp.int32))
 
     def update(state: TrainState, hparams: HParams | None = None):
         hp = HParams.from_config(cfg) if hparams is None else hparams
         key, k_roll, k_learn = jax.random.split(state.key, 3)
         eps = epsilon_schedule(state.update * steps_per_update, cfg.eps_start, hp.eps_end, eps_steps)
-        carry, stored, episodes = collect(state.params, state.env, k_roll, eps, num_steps)
-        buffer = replay.add(state.buffer, stored)
+        carry, traj, _ = collect(qagents, vec, env_params, state.params, state.env, k_roll, num_steps, eps,
+                                 bootstrap_truncated=False, global_obs=global_obs)
+        buffer = replay.add(state.buffer, Step.of_rollout(traj))
         lr_scale = 1.0 - state.update / num_updates if cfg.anneal_lr else 1.0
         # a branch on the update count (shared by a population's members: it stays a branch under vmap)
         learn = state.update + 1 >= first_learning_update
@@ -425,18 +372,12 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         online = {"agents": state.params, "mixer": state.mixer}
         target = {"agents": state.target, "mixer": state.target_mixer}
         online, opt_state, metrics = jax.lax.cond(
-            learn,
-            lambda: gradient_steps(online, state.opt_state, target, buffer, k_learn, hp, lr_scale),
-            lambda: (online, state.opt_state, zeros),
-        )
+            learn, lambda: gradient_steps(online, state.opt_state, target, buffer, k_learn, hp, lr_scale),
+            lambda: (online, state.opt_state, zeros))
         refresh = (state.update + 1) % cfg.target_update_interval == 0
         target = jax.tree.map(lambda t, p: jnp.where(refresh, p, t), target, online)
-        metrics = dict(metrics)
-        metrics.update(episode_metrics(episodes))
-        metrics["epsilon"] = jnp.asarray(eps, jnp.float32)
+        metrics = update_metrics(metrics, traj, eps, state.update + 1, steps_per_update)
         metrics["learning"] = learn.astype(jnp.float32)
-        metrics["update"] = state.update + 1
-        metrics["env_steps"] = (state.update + 1) * steps_per_update
         new = TrainState(online["agents"], online["mixer"], target["agents"], target["mixer"], opt_state, carry, buffer, key,
                          state.update + 1)
         if callback is not None:
@@ -447,24 +388,7 @@ def make_train(config: QConfig, env, env_params=None, callback: Callable | None 
         """Mean return per role of the episodes that finish in ``num_steps`` steps
         (default ``config.num_steps``) of ``num_envs`` fresh environments under the
         greedy (epsilon 0) policies of ``state.params``."""
-        k0, k1 = jax.random.split(key)
-        vec_eval = VecEnv(env, num_envs)
-        carry = init_carry(qagents, vec_eval, k0, env_params)
-        _, _, episodes = collect(state.params, carry, k1, 0.0, num_steps or cfg.num_steps, vec_eval)
-        return {f"eval/{k}": v for k, v in episode_metrics(episodes).items()}
+        return evaluate_greedy(qagents, env, env_params, state.params, key, num_envs, num_steps or cfg.num_steps)
 
-    return Learner(
-        init=init,
-        update=update,
-        evaluate=evaluate,
-        default_hparams=HParams.from_config(cfg),
-        hparam_space=hparam_space(HPARAM_RANGES, cfg),
-        fitness=Fitness(tuple(f"episode_return/{r}" for r in roles), valid="episodes"),
-        config=cfg,
-        env=env,
-        env_params=env_params,
-        num_updates=num_updates,
-        agents=qagents,
-        data_axis=None,
-        data_shards=1,
-    )
+    return make_learner(cfg, env, env_params, qagents, HParams, HPARAM_RANGES, init=init, update=update,
+                        evaluate=evaluate)

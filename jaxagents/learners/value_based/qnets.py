@@ -274,6 +274,9 @@ class QTransition:
             elsewhere.
         episode_return: ``f32[T, E, n]`` the finished episode's return at the step
             that ended it (else 0), unshaped.
+        global_obs: ``f32[T, E, *G]`` the environment's global state before the
+            step (QMIX's mixer input; the same array in every role), or None
+            unless ``collect`` was given ``global_obs``.
     """
 
     obs: jax.Array
@@ -287,10 +290,11 @@ class QTransition:
     q_max: jax.Array
     final_q_max: jax.Array
     episode_return: jax.Array
+    global_obs: jax.Array | None = None
 
 
 def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, key: jax.Array, num_steps: int, eps,
-            *, reward_fn=None, bootstrap_truncated: bool = True, env_ids: jax.Array | None = None):
+            *, reward_fn=None, bootstrap_truncated: bool = True, env_ids: jax.Array | None = None, global_obs=None):
     """``num_steps`` epsilon-greedy steps of the batched environments.
 
     Args:
@@ -309,6 +313,8 @@ def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, ke
             folded per environment, so a device holding a slice of the environments
             draws what one device holding all of them would (``rollout.collect``'s
             convention). None: one key per batch (the single-device draws).
+        global_obs: optional ``env_state -> f32[E, *G]``, recorded before every
+            step as ``QTransition.global_obs`` (the replay of QMIX stores it).
 
     Returns ``(carry, {role: QTransition}, last_q_max {role: f32[E, n]})``:
     ``last_q_max`` is the max over legal actions of Q of the observation after the
@@ -328,6 +334,7 @@ def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, ke
                 action = jax.vmap(epsilon_greedy, (0, 0, 0, None))(fold_in_each(kr, env_ids), q[0], mask, eps)
             actions[role] = action.astype(qagents.roles[role].action_space.dtype)
             out[role] = (obs, action, mask, reset, masked_max(q[0], mask))
+        g = None if global_obs is None else global_obs(c.env_state)
         env_state, ts = vec.step(k_env, c.env_state, actions, env_params, env_ids)
         done = ts.done
         trans, ep_ret = {}, {}
@@ -352,7 +359,7 @@ def collect(qagents: QAgents, vec, env_params, params: dict, carry: EnvCarry, ke
             trans[role] = QTransition(
                 obs=obs, action=action, mask=jnp.asarray(mask, bool), reset=reset, reward=reward,
                 terminated=bcast(ts.terminated), truncated=bcast(ts.truncated), active=c.ts.active[role],
-                q_max=q_max, final_q_max=final_q_max, episode_return=jnp.where(done[:, None], ret, 0.0),
+                q_max=q_max, final_q_max=final_q_max, episode_return=jnp.where(done[:, None], ret, 0.0), global_obs=g,
             )
         return c.replace(env_state=env_state, ts=ts, first=done, hidden=hidden, episode_return=ep_ret), trans
 

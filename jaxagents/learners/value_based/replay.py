@@ -69,6 +69,16 @@ class Step:
     reset: jax.Array
     global_obs: jax.Array | None = None
 
+    @classmethod
+    def of_rollout(cls, traj: dict) -> "Step":
+        """A rollout's record, ``{role: qnets.QTransition [T, E, n, ...]}`` ->
+        ``Step [T, E, ...]``; the per-step flags, the same for every agent, are read
+        off the first role's first agent."""
+        first, field = next(iter(traj.values())), lambda name: {r: getattr(tr, name) for r, tr in traj.items()}  # noqa: E731
+        return cls(obs=field("obs"), action=field("action"), reward=field("reward"), mask=field("mask"),
+                   active=field("active"), terminated=first.terminated[..., 0], truncated=first.truncated[..., 0],
+                   reset=first.reset[..., 0], global_obs=first.global_obs)
+
 
 class Replay:
     """A trajectory buffer of ``Step`` records (see the module docstring).
