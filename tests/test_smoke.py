@@ -60,8 +60,8 @@ def _finite(tree) -> bool:
 
 
 def _one_update(trainer, key):
-    """``init`` then one ``update``, compiled; a population (FCP's partners) draws its
-    members' hyper-parameters itself."""
+    """``init`` then one ``update``, compiled, at the config's hyper-parameters (a
+    population -- FCP's partners -- gives them to every member)."""
     hparams = getattr(trainer, "default_hparams", None)
     state = jax.jit(trainer.init)(key, hparams)
     return jax.jit(trainer.update)(state, hparams)

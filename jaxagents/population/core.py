@@ -155,9 +155,14 @@ class Population:
 
     def init(self, key: jax.Array, hparams=None) -> PopulationState:
         """Members from ``split(key)``: member ``i``'s train state is
-        ``learner.init(member_keys[i], hparams[i])``."""
+        ``learner.init(member_keys[i], hparams[i])``. ``hparams``: ``[P]`` per field, or
+        one set of scalars for every member (``default_hparams``: the config's values,
+        as for a learner); None draws the ``ranges`` (``initial_hparams``)."""
         k_members, k_hp, k_pop = jax.random.split(key, 3)
-        hp = self.initial_hparams(k_hp) if hparams is None else hparams
+        if hparams is None:
+            hp = self.initial_hparams(k_hp)
+        else:
+            hp = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.size,)) if jnp.ndim(x) == 0 else x, hparams)
         members = jax.vmap(self.learner.init)(jax.random.split(k_members, self.size), hp)
         nan = jnp.full((self.size,), jnp.nan, jnp.float32)
         zeros = jnp.zeros((self.size,), jnp.float32)

@@ -91,6 +91,9 @@ def test_a_population_is_a_learner(ippo):
     assert isinstance(state, PopulationState)
     assert jax.tree.leaves(pop.member_states(state).params)[0].shape == (3, *jax.tree.leaves(one.params)[0].shape)
     assert ippo.member_states(one) is one and int(ippo.best(one)) == 0 and ippo.state_sharding() is None
+    # the learner's convention holds: init(key, default_hparams) is every member at the config's values
+    hp = jax.eval_shape(pop.init, jax.random.key(0), pop.default_hparams).hparams
+    assert hp.lr.shape == (3,) and pop.sample_hparams(jax.random.key(1), 3, ("lr",)).lr.shape == (3,)
     # a segment's metrics: {name: [S, U]}, a population's [S, U, P]; both make one row per update
     S, U = 2, 4
     base = {"update": np.tile(np.arange(1, U + 1), (S, 1)), "env_steps": np.tile(16 * np.arange(1, U + 1), (S, 1))}
