@@ -289,6 +289,7 @@ def league_run():
     return train, update, states, rows
 
 
+@pytest.mark.slow  # the default suite's 10 minutes (its module fixture compiles a run, ~20 s alone)
 def test_league_trains_and_keeps_its_payoff_table(league_run):
     train, _, states, rows = league_run
     table = states[-1].extra.league
@@ -320,6 +321,7 @@ def _host(x):
     return np.asarray(x)
 
 
+@pytest.mark.slow  # the default suite's 10 minutes (its module fixture compiles a run, ~20 s alone)
 def test_resume_is_bit_identical(league_run, tmp_path):
     from jaxagents.checkpoint import Checkpointer
 

@@ -172,6 +172,7 @@ def test_checkpointed_state_resumes_bit_identically(vdn, tmp_path):
         np.testing.assert_array_equal(np.asarray(m_full[k]), np.asarray(m[k]))
 
 
+@pytest.mark.slow  # ~14 s: the default suite's 10 minutes; populations with PBT stay in tests/population
 def test_population_with_pbt_runs(vdn):
     from jaxagents.population import PBTConfig, Population
 

@@ -112,6 +112,7 @@ def vdn_population(tmp_path_factory):
     return learner, state, rows, resumed, resumed_rows
 
 
+@pytest.mark.slow  # the default suite's 10 minutes (its module fixture compiles a run, ~20 s alone)
 def test_vdn_finds_the_coordinated_optimum_in_every_population_member(vdn_population):
     learner, state, rows, _, _ = vdn_population
     # (stag, stag): 4 each, only reachable together; neither action 0 nor the illegal feast
@@ -124,6 +125,7 @@ def test_vdn_finds_the_coordinated_optimum_in_every_population_member(vdn_popula
     assert np.all(rows[-1]["episode_return/row"] > 3.5)  # the training returns agree (epsilon 0.05)
 
 
+@pytest.mark.slow  # the default suite's 10 minutes (its module fixture compiles a run, ~20 s alone)
 def test_resume_from_a_checkpoint_is_bit_identical(vdn_population):
     _, state, rows, resumed, resumed_rows = vdn_population
     flat = lambda s: [np.asarray(jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x)  # noqa: E731

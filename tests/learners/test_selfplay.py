@@ -261,6 +261,7 @@ def test_magnet_config_errors():
         SelfPlayConfig(ppo=dict(network={"recurrent": True}), magnet="average", average_decay=0.9)
 
 
+@pytest.mark.slow  # ~11 s: the default suite's 10 minutes; the magnet's loss stays (test_ppo.py)
 def test_magnet_is_the_parameter_average():
     """With ``magnet="average"`` the regulariser pulls towards ``extra.average``: at the
     first update the average is the initial parameters, i.e. the policy itself (KL 0);
