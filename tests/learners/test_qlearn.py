@@ -161,6 +161,7 @@ def qmix_two_steps():
     return learner, state, jax.tree.map(np.asarray, metrics)
 
 
+@pytest.mark.slow  # the default suite's 10 minutes (its fixture trains QMIX, ~15 s alone); one QMIX update stays in test_smoke.py
 def test_qmix_recurrent_never_chooses_an_illegal_action_and_coordinates(qmix_two_steps):
     learner, state, metrics = qmix_two_steps
     assert set(np.unique(_stored_actions(jax.tree.map(lambda x: x[None], state.buffer))).tolist()) == {0, 1}
