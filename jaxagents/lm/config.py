@@ -38,7 +38,6 @@ FAMILIES = ("llama", "qwen2", "qwen3", "gpt2")
 # architectures / model_type strings of config.json, by family
 _MODEL_TYPES = {
     "llama": "llama",
-    "mistral": "llama",  # same tensors and maths as Llama without a sliding window
     "qwen2": "qwen2",
     "qwen3": "qwen3",
     "gpt2": "gpt2",
@@ -185,6 +184,10 @@ class ModelConfig:
         if raw.get("hidden_act", "silu") != "silu":
             raise ConfigError(f"config.json: hidden_act must be 'silu' for model_type {model_type!r}, "
                               f"got {raw['hidden_act']!r}")
+        windowed = [t for t in raw.get("layer_types") or [] if t != "full_attention"]
+        if raw.get("use_sliding_window") or windowed:
+            raise ConfigError(f"config.json: sliding-window attention (use_sliding_window / layer_types) is not "
+                              f"supported; every layer must be full_attention")
         d = int(need("hidden_size"))
         heads = int(need("num_attention_heads"))
         theta, scaling = _rope(raw)
