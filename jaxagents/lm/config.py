@@ -115,6 +115,7 @@ class ModelConfig:
 
     @property
     def uses_rope(self) -> bool:
+        """Positions enter as rotary angles (every family but GPT-2's learned positions)."""
         return self.family != "gpt2"
 
     def rope_inv_freq(self) -> np.ndarray:

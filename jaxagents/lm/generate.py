@@ -81,6 +81,7 @@ class TokenBytes:
 
     @classmethod
     def of(cls, tokenizer) -> "TokenBytes":
+        """The table of a ``jaxagents.lm.tokenizer.Tokenizer``, on the device."""
         table, length = tokenizer.token_bytes()
         return cls(jnp.asarray(table), jnp.asarray(length))
 

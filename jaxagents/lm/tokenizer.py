@@ -85,6 +85,7 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ text <-> ids
     def token_to_id(self, token: str | None) -> int | None:
+        """The id of a token's text (None for None or an unknown token)."""
         return None if token is None else self._tok.token_to_id(token)
 
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
@@ -92,6 +93,7 @@ class Tokenizer:
         return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """The text of ``ids`` (special tokens spelled out unless ``skip_special_tokens``)."""
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
 
     # ------------------------------------------------------------------ chat
