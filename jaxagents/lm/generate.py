@@ -177,9 +177,31 @@ def _stop_string_hit(tail, new, new_len, stops):
     return hit, jnp.take_along_axis(window, start, axis=1)
 
 
+def _prefill(params, cfg, prompt, prompt_length, cache, chunk):
+    """The prompts read ``chunk`` tokens at a time, up to the longest: ``(logits at each
+    row's last prompt token f32[B, V], cache)``."""
+    bsz, t = prompt.shape
+    padded = jnp.pad(prompt, ((0, 0), (0, -t % chunk)))
+
+    def body(carry):
+        i, cache, logits = carry
+        start = i * chunk
+        piece = jax.lax.dynamic_slice_in_dim(padded, start, chunk, axis=1)
+        valid = jnp.clip(prompt_length - start, 0, chunk)
+        out, cache = forward(params, cfg, piece, cache, valid, last_only=True)
+        ends_here = (prompt_length > start) & (prompt_length <= start + chunk)
+        return i + 1, cache, jnp.where(ends_here[:, None], out, logits)
+
+    logits = jnp.zeros((bsz, cfg.vocab_size), jnp.float32)
+    steps = (jnp.max(prompt_length) + chunk - 1) // chunk
+    _, cache, logits = jax.lax.while_loop(lambda c: c[0] < steps, body, (jnp.zeros((), jnp.int32), cache, logits))
+    return logits, cache
+
+
 def generate(params: dict, cfg: ModelConfig, prompt: jax.Array, prompt_length: jax.Array, key: jax.Array,
              sampling: Sampling = Sampling(), cache_size: int | None = None, token_bytes: TokenBytes | None = None,
-             choices: Choices | None = None, allowed: jax.Array | None = None) -> Generation:
+             choices: Choices | None = None, allowed: jax.Array | None = None,
+             prefill_chunk: int | None = 128, cache: KVCache | None = None) -> Generation:
     """Continue each prompt (jit-able; ``cfg`` and ``sampling`` are static).
 
     Args:
@@ -194,14 +216,24 @@ def generate(params: dict, cfg: ModelConfig, prompt: jax.Array, prompt_length: j
         choices: constrain the output to one of these strings (see the module docstring).
         allowed: ``bool[B, M]`` the choices allowed per sequence (default: all); a row
             must allow at least one.
+        prefill_chunk: read the prompts ``prefill_chunk`` tokens at a time, and only as
+            far as the longest one (a ``while_loop``): the attention scores of a chunk
+            are ``[B, H, chunk, cache_size]``, so a wide batch of long prompts fits in
+            memory, and padding past the longest prompt costs nothing. None reads the
+            whole width at once (fastest for short prompts).
+        cache: continue from this cache instead of an empty one: each row's prompt
+            goes to the slots after ``cache.length`` (the row's earlier tokens are its
+            context, already computed: prefix caching across the turns of a game).
+            ``cache_size`` is then the cache's; a row's slots past it are dropped, so the
+            caller keeps ``cache.length + prompt_length + N`` within it.
 
     Returns:
         a ``Generation``.
     """
     bsz, t = prompt.shape
     n = sampling.max_new_tokens
-    cache_size = t + n if cache_size is None else cache_size
-    if cache_size < t + n:
+    cache_size = (t + n if cache_size is None else cache_size) if cache is None else cache.size
+    if cache is None and cache_size < t + n:
         raise ValueError(f"cache_size must be >= prompt width + max_new_tokens = {t + n}, got {cache_size}")
     if sampling.stop_strings and token_bytes is None:
         raise ValueError("stop_strings need token_bytes (TokenBytes.of(tokenizer))")
@@ -212,8 +244,13 @@ def generate(params: dict, cfg: ModelConfig, prompt: jax.Array, prompt_length: j
     if choices is not None:
         allowed = jnp.ones((bsz, num_choices), bool) if allowed is None else jnp.asarray(allowed, bool)
 
-    cache = init_cache(cfg, bsz, cache_size, params["embed"].dtype)
-    logits, cache = forward(params, cfg, prompt, cache, prompt_length, last_only=True)
+    if cache is None:
+        cache = init_cache(cfg, bsz, cache_size, params["embed"].dtype)
+    prompt_length = jnp.asarray(prompt_length, jnp.int32)
+    if prefill_chunk is None or prefill_chunk >= t:
+        logits, cache = forward(params, cfg, prompt, cache, prompt_length, last_only=True)
+    else:
+        logits, cache = _prefill(params, cfg, prompt, prompt_length, cache, int(prefill_chunk))
 
     def body(carry):
         j, cache, logits, key, done, out, tail, alive, choice = carry

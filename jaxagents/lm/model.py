@@ -71,8 +71,14 @@ class KVCache:
         return self.k.shape[2]
 
 
+KEY_BLOCK = 128  # slots of the cache read at a time by the attention of a long cache
+
+
 def init_cache(cfg: ModelConfig, batch: int, size: int, dtype=jnp.float32) -> KVCache:
-    """An empty cache of ``size`` slots for ``batch`` sequences."""
+    """An empty cache of ``size`` slots for ``batch`` sequences (more than ``KEY_BLOCK``
+    slots: rounded up to a multiple of it, so that it is read in whole blocks)."""
+    if size > KEY_BLOCK:
+        size = -(-size // KEY_BLOCK) * KEY_BLOCK
     shape = (cfg.num_layers, batch, size, cfg.num_kv_heads, cfg.head_dim)
     return KVCache(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((batch,), jnp.int32))
 
@@ -105,15 +111,65 @@ def _rope(x: jax.Array, pos: jax.Array, inv_freq: jax.Array) -> jax.Array:
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
 
-def _write(cache: jax.Array, new: jax.Array, slots: jax.Array) -> jax.Array:
-    """``cache[b, slots[b, t]] = new[b, t]`` for ``cache[B, S, ...]``; out-of-range slots dropped."""
-    b = jnp.arange(cache.shape[0])[:, None]
-    return cache.at[b, slots].set(new.astype(cache.dtype), mode="drop")
+def _merge(state, scores, values):
+    """One step of a running softmax: fold ``scores[B, K, G, T, S']`` (-inf where hidden)
+    and their ``values[B, S', K, E]`` into ``(top, total, acc)``."""
+    top, total, acc = state
+    new_top = jnp.maximum(top, scores.max(-1))  # finite: every query sees its own slot
+    weights = jnp.exp(scores - new_top[..., None])
+    fade = jnp.exp(top - new_top)
+    acc = acc * fade[..., None] + jnp.einsum("bkgts,bske->bkgte", weights.astype(values.dtype), values,
+                                             preferred_element_type=jnp.float32)
+    return new_top, total * fade + weights.sum(-1), acc
 
 
-def _layer(cfg: ModelConfig, inv_freq, slots, x, layer):
-    """One block on ``x[B, T, D]`` with this layer's params and cache ``(k, v)[B, S, K, E]``."""
-    p, k_cache, v_cache = layer
+def _attention(q, k_new, v_new, k_all, v_all, layer, filled):
+    """Causal attention of a chunk: ``[B, T, K, G, E]``.
+
+    Args:
+        q: ``[B, T, K, G, E]`` the chunk's queries (query head ``k * G + g`` uses key
+            head ``k``: grouped-query attention).
+        k_new, v_new: ``[B, T, K, E]`` the chunk's own keys and values (token ``i`` sees
+            tokens ``j <= i`` of the chunk).
+        k_all, v_all: the whole cache ``[L, B, S, K, E]`` before this chunk; ``layer`` its
+            row; ``filled`` ``i32[B]`` the slots before the chunk, all visible.
+
+    The cache is read ``KEY_BLOCK`` slots at a time and only as far as the most filled
+    row (a ``while_loop`` with a running softmax): the empty part of a cache sized for
+    the longest game costs nothing, and the cache is only read here -- the chunk's keys
+    are written once, after every layer (``forward``), not copied per layer.
+    """
+    bsz, t, kv, g, e = q.shape
+    size = k_all.shape[2]
+    scale = 1.0 / np.sqrt(e)
+    own = jnp.einsum("btkge,bske->bkgts", q, k_new, preferred_element_type=jnp.float32) * scale
+    own = jnp.where(jnp.tril(jnp.ones((t, t), bool)), own, -jnp.inf)
+    top = own.max(-1)
+    weights = jnp.exp(own - top[..., None])
+    state = (top, weights.sum(-1), jnp.einsum("bkgts,bske->bkgte", weights.astype(v_new.dtype), v_new,
+                                               preferred_element_type=jnp.float32))
+
+    def block(state, start, width):
+        kb = jax.lax.dynamic_slice(k_all, (layer, 0, start, 0, 0), (1, bsz, width, kv, e))[0]
+        vb = jax.lax.dynamic_slice(v_all, (layer, 0, start, 0, 0), (1, bsz, width, kv, e))[0]
+        scores = jnp.einsum("btkge,bske->bkgts", q, kb, preferred_element_type=jnp.float32) * scale
+        seen = (start + jnp.arange(width))[None, :] < filled[:, None]  # [B, S']
+        return _merge(state, jnp.where(seen[:, None, None, None, :], scores, -jnp.inf), vb)
+
+    if size <= KEY_BLOCK or size % KEY_BLOCK:
+        state = block(state, 0, size)
+    else:
+        blocks = (jnp.max(filled) + KEY_BLOCK - 1) // KEY_BLOCK
+        state = jax.lax.while_loop(lambda c: c[0] < blocks,
+                                   lambda c: (c[0] + 1, block(c[1], c[0] * KEY_BLOCK, KEY_BLOCK)),
+                                   (jnp.zeros((), jnp.int32), state))[1]
+    _, total, acc = state
+    return jnp.transpose(acc / total[..., None], (0, 3, 1, 2, 4)).astype(v_new.dtype)
+
+
+def _layer(cfg: ModelConfig, inv_freq, slots, cache: KVCache, x, layer):
+    """One block on ``x[B, T, D]``; returns the chunk's keys and values ``[B, T, K, E]``."""
+    p, index = layer
     bsz, t, _ = x.shape
     h, kv, e = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
 
@@ -127,17 +183,9 @@ def _layer(cfg: ModelConfig, inv_freq, slots, x, layer):
     if cfg.uses_rope:
         q = _rope(q, slots, inv_freq)
         k = _rope(k, slots, inv_freq)
-    k_cache = _write(k_cache, k, slots)
-    v_cache = _write(v_cache, v, slots)
-
-    # grouped-query attention: query head g * K + ... shares key/value head (head // (H / K))
-    q = q.reshape(bsz, t, kv, h // kv, e)
-    scores = jnp.einsum("btkge,bske->bkgts", q, k_cache, preferred_element_type=jnp.float32) / np.sqrt(e)
-    visible = jnp.arange(k_cache.shape[1])[None, None, :] <= slots[:, :, None]  # [B, T, S]
-    scores = jnp.where(visible[:, None, None], scores, -jnp.inf)
-    weights = jax.nn.softmax(scores, axis=-1).astype(v_cache.dtype)
-    att = jnp.einsum("bkgts,bske->btkge", weights, v_cache).reshape(bsz, t, h * e)
-    x = x + _dense(p["o"], att)
+    k, v = k.astype(cache.k.dtype), v.astype(cache.v.dtype)
+    att = _attention(q.reshape(bsz, t, kv, h // kv, e), k, v, cache.k, cache.v, index, cache.length)
+    x = x + _dense(p["o"], att.reshape(bsz, t, h * e))
 
     y = _norm(cfg, p["mlp_norm"], x)
     if cfg.family == "gpt2":
@@ -145,7 +193,7 @@ def _layer(cfg: ModelConfig, inv_freq, slots, x, layer):
     else:
         y = jax.nn.silu(_dense(p["gate"], y)) * _dense(p["up"], y)
     x = x + _dense(p["down"], y)
-    return x, (k_cache, v_cache)
+    return x, (k, v)
 
 
 # ---------------------------------------------------------------------- forward
@@ -176,15 +224,19 @@ def forward(params: dict, cfg: ModelConfig, tokens: jax.Array, cache: KVCache, n
     if cfg.family == "gpt2":
         x = x + params["pos_embed"][jnp.clip(slots, 0, cfg.max_position - 1)]
     inv_freq = jnp.asarray(cfg.rope_inv_freq())
-    layer = functools.partial(_layer, cfg, inv_freq, slots)
-    x, (k, v) = jax.lax.scan(layer, x.astype(dtype), (params["layers"], cache.k, cache.v))
+    layer = functools.partial(_layer, cfg, inv_freq, slots, cache)
+    x, (k, v) = jax.lax.scan(layer, x.astype(dtype), (params["layers"], jnp.arange(cfg.num_layers)))
+    # the chunk's keys and values, every layer at once ([L, B, T, K, E]); slots past the end dropped
+    rows = jnp.arange(bsz)[:, None]
+    cache = KVCache(cache.k.at[:, rows, slots].set(k, mode="drop"), cache.v.at[:, rows, slots].set(v, mode="drop"),
+                    cache.length + num_valid)
     if last_only:
         x = x[jnp.arange(bsz), jnp.maximum(num_valid - 1, 0)][:, None]
     x = _norm(cfg, params["final_norm"], x)
     head = params["embed"].T if cfg.tie_embeddings else params["lm_head"]["kernel"]
     logits = jnp.einsum("btd,dv->btv", x, head, preferred_element_type=jnp.float32)
     logits = logits[:, 0] if last_only else logits
-    return logits, KVCache(k, v, cache.length + num_valid)
+    return logits, cache
 
 
 def logits_of(params: dict, cfg: ModelConfig, tokens: jax.Array) -> jax.Array:

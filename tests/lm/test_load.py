@@ -90,9 +90,10 @@ def test_bfloat16_checkpoint_loads_in_its_own_dtype():
     assert {x.dtype for x in jax.tree_util.tree_leaves(params)} == {jnp.dtype(jnp.bfloat16)}
     ref = np.load(os.path.join(folder, "reference.npz"))
     logits = np.asarray(logits_of(params, cfg, jnp.asarray(ref["input_ids"])))
-    # bfloat16 arithmetic: the same next-token choice almost everywhere, logits close
+    # bfloat16 arithmetic (8 bits of mantissa): the same next-token choice almost
+    # everywhere, logits within a few per cent of their range
     assert (logits.argmax(-1) == ref["logits"].argmax(-1)).mean() > 0.9
-    assert np.abs(logits - ref["logits"]).max() < 0.5
+    assert np.abs(logits - ref["logits"]).max() < 0.05 * np.abs(ref["logits"]).max()
 
 
 def _copy(tmp_path, name="qwen2"):
