@@ -135,7 +135,7 @@ def benchmark_selfplay(env_id: str = "text_kuhn_poker", model: str = "tiny", num
     cfg, params = model_of(model, dtype)
     folder = tokenizer or (model if os.path.isdir(model) else None)
     if folder is None:
-        raise ValueError("a model named by shape needs tokenizer=FOLDER (a folder with tokenizer.json)")
+        raise ValueError("a model named by shape needs a tokenizer: --tokenizer FOLDER (a folder with tokenizer.json)")
     tok = Tokenizer.from_folder(folder)
     if tok.vocab_size > cfg.vocab_size:
         raise ValueError(f"the tokenizer has {tok.vocab_size} ids, more than the model's vocab_size {cfg.vocab_size}")
