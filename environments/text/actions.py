@@ -43,4 +43,19 @@ TIC_TAC_TOE = (
     "[]", "", "hello", "[x]", "[-1]", "[4.0]", "4 5", "[+3]", "4]", "[4",
 )
 
-TABLES = {"kuhn_poker": KUHN_POKER, "tic_tac_toe": TIC_TAC_TOE}
+# Leduc hold'em. TextArena's grammar: the first case-insensitive match of [check],
+# [call], [bet], [raise] or [fold] after the bracket rule.
+LEDUC_POKER = (
+    "[check]", "[bet]", "[call]", "[raise]", "[fold]",
+    "[Check]", "[BET]", "[Call]", "[RAISE]", "[Fold]",
+    "check", "bet", "call", "raise", "fold",
+    "I [raise] you",
+    "[call] then [fold]",              # the first match counts: call
+    "Hmm.\n[bet]",
+    "[rai\u017fe]",                    # LATIN SMALL LETTER LONG S folds to s: a valid [raise]
+    "[Player 1] [check]",
+    " [call] ",
+    "[all-in]", "hello", "", "[ check ]", "raise!", "[fold", "[GAME] call", "checkbet",
+)
+
+TABLES = {"kuhn_poker": KUHN_POKER, "tic_tac_toe": TIC_TAC_TOE, "leduc_poker": LEDUC_POKER}

@@ -25,10 +25,12 @@ TextArena's rules, as its code plays them:
   valid move is announced, the opponent gets its available moves, and the end of a
   round is announced with the scores.
 
-Roles ``player_0`` and ``player_1`` are TextArena's Player 0 and Player 1. Actions,
-observations and the move codes (0 ``[check]``, 1 ``[bet]``, 2 ``[call]``, 3 ``[fold]``,
--1 no match) are ``base.TextGame``'s; ``info`` adds ``chips`` (``i32[2]``, TextArena's
-scores) and ``round`` (1-based).
+Roles ``player_0`` and ``player_1`` are TextArena's Player 0 and Player 1. Actions and
+observations are ``base.TextGame``'s. Move codes: 0 ``[check]``, 1 ``[bet]``, 2
+``[call]``, 3 ``[fold]``, 4 a match whose lowercase is no move name (TextArena takes
+the match lowercased; the KELVIN SIGN in ``[chec\u212a]`` lowercases to ``k``, so that is
+a check), -1 no match. ``info`` adds ``chips`` (``i32[2]``, TextArena's scores) and
+``round`` (1-based).
 
 Observations end where TextArena's last visible message is: after the last round
 TextArena deals a phantom round (``### Starting round 4 out of 3``) that nobody sees;
@@ -53,6 +55,7 @@ from jaxagents_environments.text import actions as action_tables
 from jaxagents_environments.text.base import GAME, PieceBuilder, TextGame
 
 CHECK, BET, CALL, FOLD = 0, 1, 2, 3
+NOT_A_MOVE = 4  # a match that lowercases to no move name: invalid, as an illegal move
 MOVES = ("check", "bet", "call", "fold")
 CARDS = "JQK"
 
@@ -134,10 +137,14 @@ class TextKuhnPoker(TextGame):
 
     # ------------------------------------------------------------------ parsing
     def parse_text(self, reply: str) -> int:
-        return self.grammar.search(format_action_text(reply))
+        index, matched = self.grammar.search_match(format_action_text(reply))
+        # TextArena takes the match lowercased as the move: a name it does not know
+        # (a folded character that lowercases to something else) is an illegal move
+        return index if index < 0 or matched.lower() == self.grammar.patterns[index] else NOT_A_MOVE
 
     def parse_bytes(self, data, length):
-        return self.grammar.match(data, length)[0]
+        index, _, lowers = self.grammar.match(data, length)
+        return jnp.where((index >= 0) & ~lowers, NOT_A_MOVE, index)
 
     # ------------------------------------------------------------------ dynamics
     def _seat_cards(self, deal, hand):

@@ -538,6 +538,11 @@ class LiteralGrammar:
         patterns: the literal strings (any characters).
         ignore_case: Python's ``re.IGNORECASE``: a pattern character matches every
             character ``re`` folds to it (``k`` matches ``K``, ``k`` and the KELVIN SIGN).
+
+    Games that take ``match.group().lower()`` as the move (TextArena's do) need to know
+    whether the matched text lowercases back to the pattern: the KELVIN SIGN does
+    (``"\u212a".lower() == "k"``), LATIN SMALL LETTER LONG S (it matches ``s``) and the
+    dotted and dotless I (they match ``i``) do not. ``match`` and ``search_match`` say.
     """
 
     def __init__(self, patterns: Sequence[str], ignore_case: bool = True):
@@ -550,39 +555,49 @@ class LiteralGrammar:
         k, m = len(alts), max(len(p) for p in alts)
         s = max(len(a) for p in alts for a in p)
         table = np.full((k, m, s), -3, np.int32)  # -3: matches no code point
+        lowers = np.zeros((k, m, s), bool)  # the alternative lowercases to the pattern's lowercase
         for i, p in enumerate(alts):
             for t, a in enumerate(p):
                 table[i, t, : len(a)] = a
-        self._table = table
+                lowers[i, t, : len(a)] = [chr(x).lower() == self.patterns[i][t].lower() for x in a]
+        self._table, self._lowers = table, lowers
         self._lengths = np.array([len(p) for p in alts], np.int32)
 
     def search(self, text: str) -> int:
         """Host side, with Python's ``re``: the index of the pattern that gives the first
         match in ``text``, or -1."""
-        m = self.regex.search(text)
-        return -1 if m is None else m.lastindex - 1
+        return self.search_match(text)[0]
 
-    def match(self, data, length) -> tuple[jax.Array, jax.Array]:
-        """Inside ``jit``: ``(pattern index i32[], start byte i32[])`` of the first match
-        in ``data`` (``u8[L]``, ``length`` used), both -1 when nothing matches."""
+    def search_match(self, text: str) -> tuple[int, str]:
+        """Host side: ``(pattern index, matched text)`` of the first match, or ``(-1, "")``."""
+        m = self.regex.search(text)
+        return (-1, "") if m is None else (m.lastindex - 1, m.group())
+
+    def match(self, data, length) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Inside ``jit``: ``(pattern index i32[], start byte i32[], lowers bool[])`` of
+        the first match in ``data`` (``u8[L]``, ``length`` used): -1, -1 when nothing
+        matches; ``lowers``: the matched text's ``str.lower()`` is the pattern's."""
         cp, width = decode_utf8(data, length)
         size = cp.shape[0] - 1
         table = jnp.asarray(self._table)
+        lowers = jnp.asarray(self._lowers)
         plen = jnp.asarray(self._lengths)
         k = table.shape[0]
         pos = jnp.broadcast_to(jnp.arange(size + 1, dtype=jnp.int32), (k, size + 1))
         ok = jnp.ones((k, size + 1), bool)
+        canon = jnp.ones((k, size + 1), bool)
         for t in range(table.shape[1]):  # static: the longest pattern's length
             c = cp[pos]
             active = (t < plen)[:, None]
-            hit = jnp.any(c[..., None] == table[:, t][:, None, :], axis=-1)
-            ok = ok & (hit | ~active)
+            eq = c[..., None] == table[:, t][:, None, :]
+            ok = ok & (jnp.any(eq, axis=-1) | ~active)
+            canon = canon & (jnp.any(eq & lowers[:, t][:, None, :], axis=-1) | ~active)
             pos = jnp.where(active, jnp.minimum(pos + width[pos], size), pos)
         anywhere = jnp.any(ok, axis=0)
         found = jnp.any(anywhere)
         start = jnp.argmax(anywhere).astype(jnp.int32)
         which = jnp.argmax(ok[:, start]).astype(jnp.int32)
-        return jnp.where(found, which, -1), jnp.where(found, start, -1)
+        return jnp.where(found, which, -1), jnp.where(found, start, -1), found & canon[which, start]
 
 
 def _lookup(sorted_cps: jax.Array, cp: jax.Array):

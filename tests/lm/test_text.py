@@ -169,11 +169,19 @@ def test_literal_grammar_first_match():
     g = LiteralGrammar(["ab", "abc", "[x]"], ignore_case=True)
     cases = ["xxabc", "[X] ab", "AB", "aXb", "", "ABC[x]", "a\u212ab"]
     data, n = encode_bytes(cases, 16)
-    which, start = jax.jit(jax.vmap(g.match))(data, n)
-    for c, w, s in zip(cases, np.asarray(which), np.asarray(start)):
+    which, start, lowers = jax.jit(jax.vmap(g.match))(data, n)
+    for c, w, s, low in zip(cases, np.asarray(which), np.asarray(start), np.asarray(lowers)):
         m = re.search("(ab)|(abc)|(\\[x\\])", c, re.IGNORECASE)
         assert w == (-1 if m is None else m.lastindex - 1) == g.search(c)
         assert s == (-1 if m is None else len(c[: m.start()].encode()))
+        assert low == (m is not None and m.group().lower() == g.patterns[w].lower())
+    # what folds in a match but lowercases to another character
+    g = LiteralGrammar(["[raise]", "[check]"])
+    cases = ["[RAISE]", "[rai\u017fe]", "[r\u0131se]", "[chec\u212a]", "[CHECK]"]
+    data, n = encode_bytes(cases, 16)
+    which, _, lowers = jax.jit(jax.vmap(g.match))(data, n)
+    assert np.asarray(which).tolist() == [0, 0, -1, 1, 1] and np.asarray(lowers).tolist() == [True, False, False, True, True]
+    assert g.search_match("x[rai\u017fe]") == (0, "[rai\u017fe]")
     assert LiteralGrammar(["k"]).search("\u212a") == 0 and LiteralGrammar(["k"], ignore_case=False).search("K") == -1
 
 

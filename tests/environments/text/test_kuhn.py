@@ -19,7 +19,7 @@ import pytest
 import jaxagents
 from jaxagents.lm.text import TokenTable, encode_bytes, format_action_text
 from jaxagents_environments.text.base import echo_text
-from jaxagents_environments.text.kuhn import BET, CALL, CHECK, FOLD, TextKuhnPoker
+from jaxagents_environments.text.kuhn import BET, CALL, CHECK, FOLD, NOT_A_MOVE, TextKuhnPoker
 
 _spec = importlib.util.spec_from_file_location("textarena_parity", os.path.join(os.path.dirname(__file__), "textarena_parity.py"))
 parity = sys.modules.setdefault("textarena_parity", importlib.util.module_from_spec(_spec))
@@ -80,10 +80,11 @@ def test_grammar_is_textarenas(env):
     alphabet = list("[]cChHeEkKbBtTaAlLfFoOdD ,.\n") + ["\u212a", "\u00e9", "\u0130", "x"]
     texts = list(env.actions) + ["".join(rng.choice(alphabet, rng.integers(0, 16))) for _ in range(400)]
     texts += ["I [CALL] you", "[cAlL][bet]", "[[bet]]", "[bet]]", "]bet[", "[fold] [Player 1]"]
+    texts += ["[\u0130]", "[chec\u212a] [bet]"]
     moves = {"check": CHECK, "bet": BET, "call": CALL, "fold": FOLD}
     for t in texts:
         m = TEXTARENA_REGEX.search(format_action_text(t).strip())
-        assert env.parse_text(t) == (-1 if m is None else moves[m.group(1).lower()]), t
+        assert env.parse_text(t) == (-1 if m is None else moves.get(m.group(1).lower(), NOT_A_MOVE)), t
     data, lengths = encode_bytes(texts, 64)
     parsed = jax.jit(jax.vmap(env.parse))(data, lengths)
     np.testing.assert_array_equal(np.asarray(parsed), [env.parse_text(t) for t in texts])

@@ -80,7 +80,7 @@ def make_replayer(env, num_steps: int, with_deals: bool):
             acts = {"player_0": a[None], "player_1": a[None]}
             state, ts = env.step(jax.random.key(1), state, acts)
             reward = jnp.stack([ts.reward["player_0"][0], ts.reward["player_1"][0]])
-            return (state, ts), (obs, p, mask, ts.terminated, reward, count)
+            return (state, ts), (obs.astype(jnp.int16), p, mask, ts.terminated, reward, count)
 
         return jax.lax.scan(body, (state, ts), actions)[1]
 
@@ -207,6 +207,7 @@ def check_pretokens(env, replayed: Replay, tok, kind: str, excused=lambda o: Fal
     no split point."""
     n_excused = violations = 0
     for o, text in observations(replayed)[::every]:
+        o = o.astype(np.int32)
         strings = env.piece_table.strings(o[: env.capacity], [env.echoes[a] if a >= 0 else None for a in o[env.capacity:]])
         assert "".join(strings) == text
         if excused(o):
@@ -217,21 +218,32 @@ def check_pretokens(env, replayed: Replay, tok, kind: str, excused=lambda o: Fal
     assert violations == n_excused, "an excused observation tokenizes exactly after all: the exception is stale"
 
 
-def check_tokenize(env, replayed: Replay, tok, excused=lambda o: False) -> int:
-    """``tokenize(pieces) == encode(render(pieces))`` on every recorded observation,
-    inside ``jit``, with the environment's utterances encoded whole per slot; where
-    ``excused(obs)`` the tokens still decode to the text. Returns the exact count."""
+def check_tokenize(env, replayed: Replay, tok, excused=lambda o: False, max_len: int = 2048, chunk: int = 2048,
+                   every: int = 1) -> int:
+    """``tokenize(pieces) == encode(render(pieces))`` on every recorded observation (every
+    ``every``-th), inside ``jit`` (in chunks of ``chunk`` observations, one compiled program), with the
+    environment's utterances encoded whole per slot; where ``excused(obs)`` the tokens
+    still decode to the text. Returns the exact count."""
     from jaxagents.lm.text import TokenTable
 
-    table = TokenTable.build(env.piece_table, tok, max_len=4096)
+    table = TokenTable.build(env.piece_table, tok, max_len=max_len)
     slots, slot_len = TokenTable.encode_slots(env.piece_table, tok, list(env.echoes), num_slots=len(env.actions))
     fn = make_tokenizer_fn(env, table, slots, slot_len)
-    pairs = observations(replayed)
-    ids, lengths = jax.device_get(fn(np.stack([o for o, _ in pairs])))
+    pairs = observations(replayed)[::every]
+    obs = np.stack([o for o, _ in pairs]).astype(np.int32)
+    padded = np.concatenate([obs, np.full((-len(obs) % chunk, obs.shape[1]), -1, np.int32)])
+    ids, lengths = [], []
+    for i in range(0, len(padded), chunk):
+        a, b = jax.device_get(fn(padded[i : i + chunk]))
+        ids.append(a)
+        lengths.append(b)
+    ids, lengths = np.concatenate(ids), np.concatenate(lengths)
+    encoded = tok.encode_batch([text for _, text in pairs])
     exact = 0
-    for (o, text), row, n in zip(pairs, ids, lengths):
+    for (o, text), row, n, enc in zip(pairs, ids, lengths, encoded):
+        assert n < max_len, "an observation fills max_len: raise it"
         got = row[:n].tolist()
-        if got == tok.encode(text).ids:
+        if got == enc.ids:
             exact += 1
             continue
         assert excused(o), f"tokens differ from the whole string's for\n{text[-300:]!r}"
