@@ -1,0 +1,61 @@
+"""The action-string tables of the text games: what a ``Discrete`` action means.
+
+Action ``a`` of a text game is the string ``TABLE[a]``, given to the game exactly as a
+language model's reply would be (TextArena's bracket rule and regular expression decide
+what it means). Each table holds the legal moves' canonical strings first, then case
+variants, bare words (the bracket rule turns ``bet`` into ``[bet]``), replies that embed
+a move in other text, and strings that are never a valid move; a few test the edges
+of TextArena's grammar (Unicode case folding and digits, whitespace, role tags).
+
+This module uses the standard library only: the TextArena recorder
+(``experiments/textarena_reference/record.py``), which runs in TextArena's own
+environment without jax, loads it by path and plays the same strings.
+"""
+
+# Kuhn poker. TextArena's grammar: the first case-insensitive match of [check], [bet],
+# [call] or [fold] after the bracket rule.
+KUHN_POKER = (
+    "[check]", "[bet]", "[call]", "[fold]",
+    "[Check]", "[BET]", "[Call]", "[FOLD]",
+    "check", "bet", "call", "fold", "Bet",
+    "I will [bet]",
+    "I check. [check]",
+    "Let me [Fold] now.",
+    "[call] and then [fold]",          # the first match counts: call
+    "My move:\n[call]",
+    "[chec\u212a]",                    # KELVIN SIGN folds to k: a valid [check]
+    "[Player 0] [bet]",                # the role tag is removed from the echoed text
+    " [bet] ",                         # an utterance that ends with whitespace
+    "[raise]", "hello", "", "[ bet ]", "bet!", "[check", "raise",
+    "[GAME] check",                    # has brackets, so no bracket is added: no move
+    "checkbet", "[b\u00e9t]",
+)
+
+# Tic-tac-toe. TextArena's grammar: the first match of \[\s*(\d+)\s*\] (Unicode
+# whitespace and decimal digits) after the bracket rule; 0-8 are the cells.
+TIC_TAC_TOE = (
+    *(f"[{k}]" for k in range(9)),
+    *(str(k) for k in range(9)),
+    "[ 4 ]", "[04]", "[\u00a04]", "[\u0664]",   # no-break space; ARABIC-INDIC DIGIT FOUR
+    "I pick [4]", "[4] or [5]", "Center: [ 4 ]\n",
+    "[Player 1] [2]",
+    "[10]", "[9]", "[99]", "12", "[123456]", "[00000000000042]",
+    "[]", "", "hello", "[x]", "[-1]", "[4.0]", "4 5", "[+3]", "4]", "[4",
+)
+
+# Leduc hold'em. TextArena's grammar: the first case-insensitive match of [check],
+# [call], [bet], [raise] or [fold] after the bracket rule.
+LEDUC_POKER = (
+    "[check]", "[bet]", "[call]", "[raise]", "[fold]",
+    "[Check]", "[BET]", "[Call]", "[RAISE]", "[Fold]",
+    "check", "bet", "call", "raise", "fold",
+    "I [raise] you",
+    "[call] then [fold]",              # the first match counts: call
+    "Hmm.\n[bet]",
+    "[rai\u017fe]",                    # LATIN SMALL LETTER LONG S folds to s: a valid [raise]
+    "[Player 1] [check]",
+    " [call] ",
+    "[all-in]", "hello", "", "[ check ]", "raise!", "[fold", "[GAME] call", "checkbet",
+)
+
+TABLES = {"kuhn_poker": KUHN_POKER, "tic_tac_toe": TIC_TAC_TOE, "leduc_poker": LEDUC_POKER}

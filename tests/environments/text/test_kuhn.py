@@ -1,0 +1,182 @@
+"""``text_kuhn_poker`` against TextArena 0.7.4's ``KuhnPoker-v0``: 1,000 recorded random
+games replayed in one compiled program (observation strings, legal strings, ends and
+rewards identical at every step), the grammar against TextArena's regular expression,
+whole-string tokenization with a GPT-2-style and a Qwen2-style tokenizer, and the
+invalid-move rule."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxagents
+from jaxagents.lm.text import TokenTable, encode_bytes, format_action_text
+from jaxagents_environments.text.base import echo_text
+from jaxagents_environments.text.kuhn import BET, CALL, CHECK, FOLD, NOT_A_MOVE, TextKuhnPoker
+
+_spec = importlib.util.spec_from_file_location("textarena_parity", os.path.join(os.path.dirname(__file__), "textarena_parity.py"))
+parity = sys.modules.setdefault("textarena_parity", importlib.util.module_from_spec(_spec))
+if not hasattr(parity, "load"):
+    _spec.loader.exec_module(parity)
+
+TEXTARENA_REGEX = re.compile(r"\[(Check|Bet|Fold|Call)\]", re.IGNORECASE)  # KuhnPoker's, 0.7.4
+STEPS = 40
+
+
+@pytest.fixture(scope="module")
+def env():
+    return jaxagents.make("text_kuhn_poker")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return parity.load("kuhn_poker")
+
+
+@pytest.fixture(scope="module")
+def replayed(env, data):
+    return parity.replay(env, data, parity.make_replayer(env, STEPS, with_deals=True), STEPS)
+
+
+def test_recording_is_of_this_table_and_version(env, data):
+    assert data["textarena_version"] == "0.7.4" and data["env_id"] == "KuhnPoker-v0"
+    assert tuple(data["actions"]) == env.actions
+    assert len(data["games"]) >= 1000
+
+
+def test_replay_matches_textarena(env, replayed):
+    n, diffs = parity.differences(env, replayed)
+    assert n > 7000 and not diffs, f"{len(diffs)} differences in {n} steps:\n" + "\n".join(diffs)
+
+
+def test_games_cover_the_rules(replayed):
+    """The recording exercises folds, showdowns, warnings and losses by invalid moves."""
+    texts = [t for game in replayed.texts for t in game]
+    for needle in ("has folded", "Showdown:", "attempted an invalid move", "Action must be [fold], [call]",
+                   "Starting round 3 out of 3"):
+        assert any(needle in t for t in texts), needle
+    rewards = np.array([r["rewards"] for r in replayed.records])
+    assert set(map(tuple, rewards)) == {(1, -1), (-1, 1)}
+    # some games end by a second invalid move in a row
+    assert any(rec["steps"][-1][2][rec["steps"][-1][3]] == "0" for rec in replayed.records)
+
+
+def test_capacity_is_never_reached(env, replayed):
+    assert replayed.count.max() + 8 <= env.capacity
+
+
+def test_grammar_is_textarenas(env):
+    """Every table string and many random ones: the host parse is TextArena's regular
+    expression (after the bracket rule), the jit parse over bytes agrees, and so does
+    the jit echo."""
+    rng = np.random.default_rng(0)
+    alphabet = list("[]cChHeEkKbBtTaAlLfFoOdD ,.\n") + ["\u212a", "\u00e9", "\u0130", "x"]
+    texts = list(env.actions) + ["".join(rng.choice(alphabet, rng.integers(0, 16))) for _ in range(400)]
+    texts += ["I [CALL] you", "[cAlL][bet]", "[[bet]]", "[bet]]", "]bet[", "[fold] [Player 1]"]
+    texts += ["[\u0130]", "[chec\u212a] [bet]"]
+    moves = {"check": CHECK, "bet": BET, "call": CALL, "fold": FOLD}
+    for t in texts:
+        m = TEXTARENA_REGEX.search(format_action_text(t).strip())
+        assert env.parse_text(t) == (-1 if m is None else moves.get(m.group(1).lower(), NOT_A_MOVE)), t
+    data, lengths = encode_bytes(texts, 64)
+    parsed = jax.jit(jax.vmap(env.parse))(data, lengths)
+    np.testing.assert_array_equal(np.asarray(parsed), [env.parse_text(t) for t in texts])
+    echoed, echo_len, _, _ = jax.jit(jax.vmap(env.echo))(data, lengths)
+    for t, e, n in zip(texts, np.asarray(echoed), np.asarray(echo_len)):
+        assert bytes(e[:n]).decode() == echo_text(t), t
+
+
+@pytest.fixture(scope="module")
+def tokenizers(replayed):
+    return parity.train_tokenizers([t for game in replayed.texts[:200] for t in game])
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
+    """Every piece boundary of every recorded observation is a split point of the
+    pre-tokenizer and every piece pre-tokenizes alone as inside the whole text, so any
+    BPE vocabulary over GPT-2's or Qwen2's pre-tokenizer tokenizes piece by piece
+    exactly. The exception (GPT-2 only): a reply that ends in whitespace (the table's
+    ``" [bet] "``), whose trailing run GPT-2 splits before the next message's newline."""
+    excused = parity.uses(env, parity.excused_gpt2(env)) if kind == "gpt2" else (lambda o: False)
+    parity.check_pretokens(env, replayed, tokenizers[kind], kind, excused)
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind):
+    """``tokenize(pieces) == encode(render(pieces))`` on every recorded observation, inside
+    ``jit``; where GPT-2's pre-tokenizer makes that impossible (above) the tokens still
+    decode to the text."""
+    excused = parity.uses(env, parity.excused_gpt2(env)) if kind == "gpt2" else (lambda o: False)
+    exact = parity.check_tokenize(env, replayed, tokenizers[kind], excused)
+    assert exact > 0.9 * sum(replayed.steps)
+
+
+@pytest.fixture(scope="module")
+def jitted():
+    """Compiled reset-from-deal and step of the envs with error allowances 0, 1, 2."""
+    out = {}
+    for a in (0, 1, 2):
+        e = TextKuhnPoker(error_allowance=a)
+        out[a] = (e, jax.jit(e.reset_with_deals), jax.jit(e.step))
+    return out
+
+
+def _play(jitted, allowance, actions):
+    """Play action indices from a fixed deal; returns the time steps after each."""
+    env, reset, step = jitted[allowance]
+    state, ts = reset(jnp.array([[2, 0], [1, 2], [0, 1]]))
+    out = [ts]
+    for a in actions:
+        state, ts = step(jax.random.key(0), state, {"player_0": jnp.array([a]), "player_1": jnp.array([a])})
+        out.append(ts)
+    return state, out
+
+
+def test_error_allowance(jitted):
+    env = jitted[1][0]
+    bad, good = env.actions.index("hello"), env.actions.index("[check]")
+    # TextArena's default: one warning, then the loss
+    state, ts = _play(jitted, 1, [bad, bad])
+    assert not ts[1].terminated and ts[1].info["invalid_move"] and int(ts[1].info["player"]) == 1
+    assert ts[2].terminated and ts[2].reward["player_1"][0] == -1 and ts[2].reward["player_0"][0] == 1
+    # a valid move resets the count
+    state, ts = _play(jitted, 1, [bad, good, bad, good])
+    assert not any(t.terminated for t in ts)
+    # no allowance: the first invalid move loses; two: the third in a row
+    state, ts = _play(jitted, 0, [bad])
+    assert ts[1].terminated and ts[1].reward["player_1"][0] == -1
+    env = jitted[2][0]
+    state, ts = _play(jitted, 2, [bad, bad, bad])
+    assert [bool(t.terminated) for t in ts] == [False, False, False, True]
+    text = env.render_observation(ts[2].obs["player_1"][0])
+    assert text.count("Player 1 attempted an invalid move") == 2
+    with pytest.raises(ValueError, match="error_allowance"):
+        TextKuhnPoker(error_allowance=-1)
+
+
+def test_step_move_is_step_with_the_parsed_reply(jitted):
+    """The language-model path: parse the reply's bytes, step with the move; the same
+    game as the action index, with the utterance kept outside (-1 in the observation)."""
+    env, reset, step = jitted[1]
+    replies = ["I will [bet]", "Let me [Fold] now.", "[check]", "[bet]", "[call]"]
+    state_a, _ = reset(jnp.array([[2, 0], [1, 2], [0, 1]]))
+    state_m = state_a
+    step_m = jax.jit(lambda k, s, d, n: env.step_move(k, s, env.parse(d, n)))
+    for r in replies:
+        data, n = encode_bytes([r], 32)
+        a = env.actions.index(r)
+        state_a, ts_a = step(jax.random.key(0), state_a, {"player_0": jnp.array([a]), "player_1": jnp.array([a])})
+        state_m, ts_m = step_m(jax.random.key(0), state_m, data[0], n[0])
+        p = "player_0"
+        np.testing.assert_array_equal(ts_a.obs[p][0][: env.capacity], ts_m.obs[p][0][: env.capacity])
+        assert env.render_observation(ts_m.obs[p][0], [echo_text(x) for x in replies]) == env.render_observation(ts_a.obs[p][0])
+        assert int(ts_m.info["utterance"]) == int(ts_a.info["utterance"])
+        np.testing.assert_array_equal(ts_a.reward[p], ts_m.reward[p])
