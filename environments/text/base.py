@@ -287,7 +287,8 @@ class TextGame(Env):
         self.capacity = int(capacity)
         self.error_allowance = int(error_allowance)
         moves = [self.parse_text(s) for s in self.actions]
-        self.action_moves = jax.tree_util.tree_map(lambda *m: np.stack([np.asarray(x) for x in m]), *moves)
+        stack = lambda *m: np.stack([np.asarray(x, np.int32) if np.asarray(x).dtype.kind in "iu" else np.asarray(x) for x in m])
+        self.action_moves = jax.tree_util.tree_map(stack, *moves)  # i32[A] move codes, or a pytree of [A, ...]
         self.echoes = tuple(echo_text(s) for s in self.actions)
         self._empty_action = self.actions.index("") if "" in self.actions else len(self.actions) - 1
         n_ids = max(pieces.table.num_ids, len(self.actions))
