@@ -1,4 +1,4 @@
-"""The ``jaxagents`` command: ``list``, ``bench``, ``crossplay``, ``train`` and ``eval``
+"""The ``jaxagents`` command: ``list``, ``bench``, ``bench-lm``, ``crossplay``, ``train`` and ``eval``
 (the last two in ``jaxagents.cli_train``). Errors print one line to stderr and exit
 with status 2."""
 
@@ -165,6 +165,51 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- bench-lm
+def cmd_bench_lm(args) -> int:
+    """``jaxagents bench-lm``: tokens/s of generation (``generate``) or game-steps/s of
+    language-model self-play on a text game (``selfplay``); ``--json`` writes the rows."""
+    import json
+
+    from jaxagents.bench import lm
+    from jaxagents.bench.protocol import machine_info
+
+    check_writable("--json", args.json)
+    for name, values in (("--batch", args.batch), ("--games", args.games)):
+        if values is not None and any(v < 1 for v in values):
+            raise CLIError(f"{name} takes positive integers, got {values}")
+    if args.model not in lm.MODEL_SHAPES and not os.path.isdir(args.model):
+        raise CLIError(f"--model must be one of {', '.join(lm.MODEL_SHAPES)} or a checkpoint folder, got {args.model!r}")
+
+    def progress(row):
+        d = row.as_dict()
+        print(f"  {row.what} {row.model} x{row.batch}: {d['tokens_per_s']:,.0f} tokens/s, "
+              f"{d['game_steps_per_s']:,.1f} game-steps/s (compile {row.compile_s:.1f}s)", file=sys.stderr)
+
+    common = dict(model=args.model, new_tokens=args.new_tokens, repeats=args.repeats, dtype=args.dtype,
+                  progress=progress)
+    if args.mode == "generate":
+        rows = lm.benchmark_generation(batch_sizes=tuple(args.batch), prompt_len=args.prompt_len or 64, **common)
+    else:
+        registry.spec(args.game)
+        rows = lm.benchmark_selfplay(args.game, num_games=tuple(args.games), max_turns=args.turns,
+                                     prompt_len=args.prompt_len or 1024, tokenizer=args.tokenizer,
+                                     constrained=args.constrained, **common)
+    print(f"{'what':<28} {'model':<14} {'batch':>6} {'tokens/s':>12} {'game-steps/s':>13} {'compile s':>10}")
+    for row in rows:
+        d = row.as_dict()
+        print(f"{row.what:<28} {row.model:<14} {row.batch:>6} {d['tokens_per_s']:>12,.0f} "
+              f"{d['game_steps_per_s']:>13,.1f} {row.compile_s:>10.1f}")
+    if args.json:
+        from jaxagents.tracking import atomic_write
+
+        command = "jaxagents " + " ".join(shlex.quote(a) for a in args.argv)
+        atomic_write(args.json, json.dumps({"command": command, "machine": machine_info(),
+                                                 "rows": [r.as_dict() for r in rows]}, indent=1))
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
 # --------------------------------------------------------------------------- crossplay
 def cmd_crossplay(args) -> int:
     """``jaxagents crossplay``: play the final policies of ``args.run_dirs`` against each
@@ -258,6 +303,28 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--jaxmarl-kwarg", action="append", metavar="KEY=VALUE",
                     help="jaxmarl.make argument, e.g. layout=cramped_room (repeatable)")
     sb.set_defaults(func=cmd_bench)
+    sl = sub.add_parser(
+        "bench-lm",
+        help="language-model throughput: generated tokens/s, or self-play game-steps/s on a text game",
+        description="One compiled program per size (generation, or whole self-play turns: prompt, generate, "
+        "parse, step); compile time reported separately; one warm-up; best of the timed runs.",
+    )
+    sl.add_argument("mode", choices=("generate", "selfplay"))
+    sl.add_argument("--model", default="tiny", help="a shape (tiny, qwen2.5-0.5b: random weights) or a checkpoint folder")
+    sl.add_argument("--tokenizer", metavar="FOLDER", help="folder with tokenizer.json (selfplay with a model named by shape)")
+    sl.add_argument("--game", default="text_kuhn_poker", help="a registered text game (selfplay)")
+    sl.add_argument("--batch", type=int, nargs="+", default=[1, 64, 1024], metavar="B", help="sequences (generate)")
+    sl.add_argument("--games", type=int, nargs="+", default=[1, 64, 1024], metavar="G", help="games (selfplay)")
+    sl.add_argument("--turns", type=int, default=8, help="turns of every game per run (selfplay; auto-reset)")
+    sl.add_argument("--prompt-len", type=int, default=None, metavar="L",
+                    help="prompt tokens (generate: 64; selfplay: the prompt width, 1024)")
+    sl.add_argument("--new-tokens", type=int, default=16, metavar="N", help="tokens generated per reply")
+    sl.add_argument("--constrained", action="store_true", help="replies constrained to the legal moves (selfplay)")
+    sl.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    sl.add_argument("--repeats", type=int, default=3, help="timed runs after the warm-up")
+    sl.add_argument("--json", metavar="FILE", help="write the rows and the machine as JSON")
+    sl.set_defaults(func=cmd_bench_lm)
+
     sx = sub.add_parser(
         "crossplay",
         help="cross-play matrix of the final policies of run directories (or every population member)",

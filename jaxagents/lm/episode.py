@@ -1,0 +1,268 @@
+"""Whole self-play episodes of a text game, generation included, as one compiled program.
+
+``play`` runs ``B`` games side by side under one ``lax.scan`` over turns. Every turn,
+in every game still going: the observation of the player to act (piece ids) becomes
+prompt tokens inside ``jit`` (``jaxagents.lm.text.tokenize``), the shared model
+generates a reply (``jaxagents.lm.generate``), the reply's bytes are parsed by the
+game's grammar, and the game steps with the parsed move; the reply's tokens are kept
+so that later observations, which echo it, are tokenized from them. No Python loop
+runs over games, turns or tokens.
+
+Prefix caching: each seat of each game keeps the KV cache of its last prompt and reply,
+with their tokens. A seat's next prompt begins with its previous one (TextArena's
+observations only grow), so only the tokens after the longest common prefix are read
+again -- a turn reads the few new messages, not the whole history. The cached keys of a
+prefix depend only on its tokens and positions, so this changes no result (tested).
+
+A text game is any environment with the text capability (``jaxagents_environments.text``
+documents it): ``piece_table``, ``capacity``, ``num_moves``, ``actions`` and
+``action_moves`` (its action strings and their move codes), ``parse(bytes, length)``,
+``echo(bytes, length)``, ``legal_actions(state)`` and ``step_move(key, state, move,
+params)``, with ``timestep.obs[role]`` holding the piece ids of each player's
+observation first and ``timestep.info["player"]`` the player to act.
+
+Replies are free text parsed by the game's grammar, or (``constrained=True``) one of
+the game's canonical move strings, drawn with ``Choices`` among the moves legal now:
+then every move's probability is exact, and the reply is never invalid.
+
+Shapes: ``B`` games, ``K = max_turns``, ``L = prompt_len`` prompt tokens, ``N =
+sampling.max_new_tokens``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxagents.lm.config import ModelConfig
+from jaxagents.lm.generate import Choices, Sampling, TokenBytes, generate, text_bytes
+from jaxagents.lm.model import KVCache, init_cache
+from jaxagents.lm.text import TokenTable, slot_tokens, tokenize
+
+
+@dataclasses.dataclass(frozen=True)
+class Prompt:
+    """Tokens around every observation: ``prefix + observation + suffix`` (a chat
+    template's turn markers, say). Host-built; ``Prompt.chat(tokenizer)`` renders the
+    tokenizer's template around a user message."""
+
+    prefix: tuple = ()
+    suffix: tuple = ()
+
+    @classmethod
+    def chat(cls, tokenizer, system: str | None = None) -> "Prompt":
+        """The tokenizer's chat template around one user message (with the assistant's
+        generation prompt), the observation being that message; the template's own
+        text is encoded on each side of it."""
+        marker = "\u2063OBSERVATION\u2063"
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": marker}]
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+        before, after = text.split(marker)
+        return cls(tuple(tokenizer.encode(before)), tuple(tokenizer.encode(after)))
+
+
+@struct.dataclass
+class Turns:
+    """What ``play`` records, every field with leading axes ``[K, B]``.
+
+    Attributes:
+        active: ``bool`` the game was going at this turn (everything else is padding
+            where it is False).
+        player: ``i32`` the seat that replied.
+        prompt: ``i32[L]`` the prompt tokens; ``prompt_length`` ``i32``.
+        tokens, logprobs, mask: ``[N]`` the reply (``jaxagents.lm.generate.Generation``).
+        move: ``i32`` the parsed move code; ``invalid``: ``bool`` it was not a valid move.
+        reward: ``f32[2]`` the step's rewards by seat; ``done``: ``bool`` the game ended.
+        overflow: ``bool`` the prompt was longer than ``L`` tokens and was cut.
+    """
+
+    active: jax.Array
+    player: jax.Array
+    prompt: jax.Array
+    prompt_length: jax.Array
+    tokens: jax.Array
+    logprobs: jax.Array
+    mask: jax.Array
+    move: jax.Array
+    invalid: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    overflow: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class TextTables:
+    """The host-built tables ``play`` needs for one game and one tokenizer (a pytree of
+    arrays plus static facts; build with ``TextTables.build``)."""
+
+    tokens: TokenTable
+    token_bytes: TokenBytes
+    byte_tokens: Any  # i32[256]: a single-byte token per byte (-1 where the vocabulary has none)
+    choices: Choices
+    canonical: Any  # i32[num_moves]: the action index of each move's canonical string
+    stop_ids: tuple
+
+    @classmethod
+    def build(cls, env, tokenizer, stop_ids=None) -> "TextTables":
+        """Tables of ``env`` (a text game) for ``tokenizer`` (a ``jaxagents.lm.tokenizer.Tokenizer``);
+        ``stop_ids`` (default: the tokenizer's EOS) are not part of a reply's text."""
+        table, length = tokenizer.token_bytes()
+        singles = np.full(256, -1, np.int32)
+        for i in np.flatnonzero(length == 1)[::-1]:  # lowest id wins
+            singles[table[i, 0]] = i
+        moves = np.asarray(env.action_moves)
+        canonical = []
+        for m in range(env.num_moves):
+            hits = np.flatnonzero(moves == m)
+            if not len(hits):
+                raise ValueError(f"move {m} of {type(env).__name__} has no action string")
+            canonical.append(int(hits[0]))
+        choices = Choices.build(tokenizer, [env.actions[i] for i in canonical])
+        stop = (tokenizer.eos_token_id,) if stop_ids is None and tokenizer.eos_token_id is not None else tuple(stop_ids or ())
+        return cls(TokenTable.build(env.piece_table, tokenizer), TokenBytes(jnp.asarray(table), jnp.asarray(length)),
+                   jnp.asarray(singles), choices, jnp.asarray(canonical, jnp.int32), stop)
+
+
+def _concat(parts: list[tuple[jax.Array, jax.Array]], width: int) -> tuple[jax.Array, jax.Array]:
+    """Concatenate ``(tokens i32[W_i], length)`` pieces into ``i32[width]`` (cut), inside ``jit``."""
+    lens = jnp.stack([jnp.asarray(n, jnp.int32) for _, n in parts])
+    ends = jnp.cumsum(lens)
+    starts = ends - lens
+    k = jnp.arange(width, dtype=jnp.int32)
+    seg = jnp.clip(jnp.searchsorted(ends, k, side="right"), 0, len(parts) - 1)
+    out = jnp.zeros(width, jnp.int32)
+    for i, (toks, _) in enumerate(parts):
+        j = jnp.clip(k - starts[i], 0, toks.shape[0] - 1)
+        out = jnp.where(seg == i, toks[j], out)
+    return jnp.where(k < ends[-1], out, 0), jnp.minimum(ends[-1], width)
+
+
+def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array, num_games: int, *,
+         sampling: Sampling, max_turns: int, prompt_len: int, prompt: Prompt = Prompt(), constrained: bool = False,
+         auto_reset: bool = False, reuse_prefix: bool = True, env_params=None) -> tuple[Turns, Any]:
+    """Play ``num_games`` games of ``env`` to the end (or ``max_turns`` turns), the model
+    in every seat (jit-able with ``cfg``, ``env``, ``sampling`` and the sizes static).
+
+    With ``auto_reset`` a game that ends is dealt again at once (a fresh key), so every
+    game plays every one of the ``K`` turns and ``Turns`` is a stream of episodes
+    (``done`` marks each one's last turn), as a fixed-length rollout of a learner is.
+    ``reuse_prefix=False`` reads every prompt whole (the check of prefix caching).
+
+    Returns:
+        ``(turns, final_state)``: the ``Turns`` record ``[K, B, ...]`` and the games'
+        states after the last turn.
+    """
+    n = sampling.max_new_tokens
+    width = n + 4 * int(max(tables.tokens.prefix_tokens.shape[1], tables.tokens.suffix_tokens.shape[1],
+                            tables.tokens.bracket_tokens.shape[1], 1))
+    num_slots, num_variants = env.num_slots, len(env.piece_table.slot_variants)
+    dtype = params["embed"].dtype
+    seats = init_cache(cfg, 2 * num_games, prompt_len + n, dtype)  # row 2 b + seat
+    size = seats.size
+    seat_tokens = jnp.zeros((2 * num_games, size), jnp.int32)  # the tokens whose keys each seat's cache holds
+    pre = jnp.asarray(prompt.prefix or (0,), jnp.int32)
+    suf = jnp.asarray(prompt.suffix or (0,), jnp.int32)
+    stop_ids = jnp.asarray(tables.stop_ids or (-1,), jnp.int32)
+    env_params = env.default_params() if env_params is None else env_params
+
+    key, reset_key = jax.random.split(key)
+    state, ts = jax.vmap(lambda k: env.reset(k, env_params))(jax.random.split(reset_key, num_games))
+    obs = jnp.stack([ts.obs[r][:, 0] for r in env.roles], axis=1)  # [B, 2, P + U]
+    utt = jnp.zeros((num_games, num_slots, num_variants, width), jnp.int32)
+    utt_len = jnp.zeros((num_games, num_slots, num_variants), jnp.int32)
+
+    def prompt_of(o, player, utt, utt_len):
+        pieces = o[player, : env.capacity]
+        body, body_len = tokenize(pieces, utt, utt_len, tables.tokens, max_len=prompt_len)
+        overflow = body_len + len(prompt.prefix) + len(prompt.suffix) > prompt_len
+        ids, length = _concat([(pre, len(prompt.prefix)), (body, body_len), (suf, len(prompt.suffix))], prompt_len)
+        return ids, length, overflow | (body_len >= prompt_len)
+
+    def turn(carry, k):
+        state, obs, player, done, utt, utt_len, seats, seat_tokens = carry
+        k_gen, k_step, k_reset = jax.random.split(k, 3)
+        seat = jnp.maximum(player, 0)
+        ids, length, overflow = jax.vmap(prompt_of)(obs, seat, utt, utt_len)
+        # the acting seat's cache, reused up to the longest common prefix (the last prompt
+        # token is always read again: its logits start the reply)
+        row = 2 * jnp.arange(num_games) + seat
+        cached = seat_tokens[row, :prompt_len]
+        usable = jnp.minimum(seats.length[row], length - 1)
+        same = (cached == ids) & (jnp.arange(prompt_len)[None, :] < usable[:, None])
+        common = jnp.cumprod(same, axis=1).sum(1).astype(jnp.int32) * reuse_prefix
+        rest = jnp.take_along_axis(ids, jnp.clip(common[:, None] + jnp.arange(prompt_len)[None, :], 0, prompt_len - 1),
+                                   axis=1)
+        cache = KVCache(seats.k[:, row], seats.v[:, row], common)
+        if constrained:
+            legal = jax.vmap(env.legal_actions)(state)[:, tables.canonical]  # [B, num_moves]
+            gen = generate(params, cfg, rest, length - common, k_gen, sampling, choices=tables.choices, allowed=legal,
+                           cache=cache)
+        else:
+            gen = generate(params, cfg, rest, length - common, k_gen, sampling, cache=cache)
+        seats = KVCache(seats.k.at[:, row].set(gen.cache.k), seats.v.at[:, row].set(gen.cache.v),
+                        seats.length.at[row].set(gen.cache.length))
+        pos = jnp.arange(size)[None, :]
+        reply_at = jnp.take_along_axis(gen.tokens, jnp.clip(pos - length[:, None], 0, n - 1), axis=1)
+        prompt_at = jnp.take_along_axis(ids, jnp.clip(pos, 0, prompt_len - 1), axis=1)
+        seat_tokens = seat_tokens.at[row].set(jnp.where(pos < length[:, None], prompt_at, reply_at))
+        # the reply's text: generated tokens but the stop token
+        reply = gen.mask & ~jnp.isin(gen.tokens, stop_ids)
+        data, nbytes = text_bytes(gen.tokens, reply, tables.token_bytes)
+        if constrained:
+            move = jnp.where(gen.choice >= 0, gen.choice, -1)
+        else:
+            move = jax.vmap(env.parse)(data, nbytes)
+        # what later observations echo: the reply's own tokens, bracketed by the game's rule;
+        # where the echo is not the reply (role tags removed), its bytes as single-byte tokens
+        echoed, echo_len, wrapped, stripped = jax.vmap(env.echo)(data, nbytes)
+        compact = jnp.where(reply, gen.tokens, 0)
+        order = jnp.argsort(~reply, axis=1, stable=True)
+        compact = jnp.take_along_axis(compact, order, axis=1)
+        num = reply.sum(-1).astype(jnp.int32)
+        slots, slot_len = jax.vmap(lambda g, m, w: slot_tokens(g, m, tables.tokens, w, width))(compact, num, wrapped)
+        as_bytes = tables.byte_tokens[echoed[:, :n]]  # (cut to N bytes: a fallback, rarely needed)
+        byte_len = jnp.minimum(echo_len, n)
+        byte_slots, byte_slot_len = jax.vmap(lambda g, m: slot_tokens(g, m, tables.tokens, False, width))(
+            jnp.maximum(as_bytes, 0), byte_len)
+        slots = jnp.where(stripped[:, None, None], byte_slots, slots)
+        slot_len = jnp.where(stripped[:, None], byte_slot_len, slot_len)
+
+        new_state, ts = jax.vmap(lambda k, s, m: env.step_move(k, s, m, env_params))(
+            jax.random.split(k_step, num_games), state, move)
+        u = ts.info["utterance"]
+        live = ~done
+        write = live & (u >= 0)
+        bidx = jnp.arange(num_games)
+        uu = jnp.clip(u, 0, num_slots - 1)
+        utt = utt.at[bidx, uu].set(jnp.where(write[:, None, None], slots, utt[bidx, uu]))
+        utt_len = utt_len.at[bidx, uu].set(jnp.where(write[:, None], slot_len, utt_len[bidx, uu]))
+        new_obs = jnp.stack([ts.obs[r][:, 0] for r in env.roles], axis=1)
+        reward = jnp.stack([ts.reward[r][:, 0] for r in env.roles], axis=1)
+        new_done = done | ts.terminated
+        record = Turns(active=live, player=seat, prompt=ids, prompt_length=length, tokens=gen.tokens,
+                       logprobs=gen.logprobs, mask=gen.mask & live[:, None], move=move,
+                       invalid=ts.info["invalid_move"] & live, reward=reward * live[:, None], done=new_done,
+                       overflow=overflow & live)
+        keep = lambda new, old: jnp.where(live.reshape(live.shape + (1,) * (new.ndim - 1)), new, old)
+        state = jax.tree_util.tree_map(keep, new_state, state)
+        obs = keep(new_obs, obs)
+        player = jnp.where(live, ts.info["player"], player)
+        if auto_reset:  # a finished game is dealt again, its echoed replies forgotten
+            fresh, ts0 = jax.vmap(lambda k: env.reset(k, env_params))(jax.random.split(k_reset, num_games))
+            ended = new_done
+            pick = lambda new, old: jnp.where(ended.reshape(ended.shape + (1,) * (new.ndim - 1)), new, old)
+            state = jax.tree_util.tree_map(pick, fresh, state)
+            obs = pick(jnp.stack([ts0.obs[r][:, 0] for r in env.roles], axis=1), obs)
+            player = jnp.where(ended, ts0.info["player"], player)
+            utt, utt_len = pick(jnp.zeros_like(utt), utt), pick(jnp.zeros_like(utt_len), utt_len)
+            new_done = jnp.zeros_like(new_done)
+        return (state, obs, player, new_done, utt, utt_len, seats, seat_tokens), record
+
+    carry = (state, obs, ts.info["player"], jnp.zeros(num_games, bool), utt, utt_len, seats, seat_tokens)
+    (state, *_), turns = jax.lax.scan(turn, carry, jax.random.split(key, max_turns))
+    return turns, state
