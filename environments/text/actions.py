@@ -58,4 +58,30 @@ LEDUC_POKER = (
     "[all-in]", "hello", "", "[ check ]", "raise!", "[fold", "[GAME] call", "checkbet",
 )
 
-TABLES = {"kuhn_poker": KUHN_POKER, "tic_tac_toe": TIC_TAC_TOE, "leduc_poker": LEDUC_POKER}
+# Simple negotiation. TextArena's grammar: [Accept] anywhere (case-insensitive) accepts
+# a pending offer; the first [Offer: ... -> ...] is a new offer (quantity-resource pairs
+# on each side of one "->"), after the bracket rule.
+SIMPLE_NEGOTIATION = (
+    "[Accept]", "[Deny]", "[accept]", "accept", "deny",
+    "[Offer: 3 Wheat -> 2 Ore]",
+    "[Offer: 2 Ore -> 5 Wheat]",
+    "[Offer: 1 Wood, 1 Sheep -> 2 Brick]",
+    "[Offer: 4 Brick -> 3 Sheep, 1 Wood]",
+    "[Offer: I give 2 Sheep -> 1 Ore]",
+    "[Offer 5 Wheat -> 1 Brick.]",
+    "[Offer: 2 Woods -> 1 Sheeps]",
+    "[offer: 3 wheat, 2 WHEAT -> 1 ore]",  # the same resource twice: 5 Wheat
+    "Offer: 6 Wood -> 2 Brick",            # the bracket rule makes it an offer
+    "[Accept] [Offer: 2 Ore -> 8 Wood]",
+    "I accept. [Accept]",
+    "Let's trade: [Offer: 1 Ore -> 6 Wheat]",
+    "[Offer: 2 Sheep -> 1 Brick] [Accept]",
+    "[Offer: 1\u00a0Wheat ->  2 Wood ...]",
+    "[Offer: 30 Ore -> 1 Wheat]",          # more than anyone holds
+    "[Offer: 1 Wheat -> 1000000 Ore]",     # a valid offer nobody can accept
+    "[Offer: 3 Gold -> 1 Ore]", "[Offer: 3 Wheat]", "[Offer: 0 Wheat -> 1 Ore]",
+    "[Offer: 1 Wheat -> 1 Ore -> 2 Wood]", "[Offer]", "hello", "", "[Deny] I want more",
+)
+
+TABLES = {"kuhn_poker": KUHN_POKER, "tic_tac_toe": TIC_TAC_TOE, "leduc_poker": LEDUC_POKER,
+          "simple_negotiation": SIMPLE_NEGOTIATION}

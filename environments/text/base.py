@@ -93,9 +93,9 @@ class Pieces:
     Attributes:
         table: the ``PieceTable`` (slot variants: ``SLOT_VARIANTS``).
         close: ``i32[T]`` each piece's closed variant.
-        head: ``i32[T + 1, 3]`` the head of a message from each sender that follows a
-            message ending in each piece (row ``T``: the first message).
-        plain_head: ``i32[3]`` the heads ``"[GAME]"``, ``"[Player 0]"``, ``"[Player 1]"``.
+        head: ``i32[T + 1, S]`` the head of a message from each of the ``S`` senders
+            that follows a message ending in each piece (row ``T``: the first message).
+        plain_head: ``i32[S]`` the plain heads (``"[GAME]"``, ``"[Player 0]"``, ...).
     """
 
     table: PieceTable
@@ -116,9 +116,14 @@ class Pieces:
 
 class PieceBuilder:
     """Host side: collects a game's piece strings (deduplicated) and freezes them,
-    adding every piece's closed variant and the heads, into ``Pieces``."""
+    adding every piece's closed variant and the heads, into ``Pieces``.
 
-    def __init__(self):
+    ``tags``: the sender tags, by sender index (``TAGS``: ``LLMObservationWrapper``'s
+    ``[GAME]``, ``[Player 0]``, ``[Player 1]``; ``("",)`` for a wrapper that shows the
+    game's messages without a sender, as ``GameMessagesObservationWrapper``)."""
+
+    def __init__(self, tags: Sequence[str] = TAGS):
+        self.tags = tuple(tags)
         self._ids: dict[str, int] = {}
         self._strings: list[str] = []
         self._final: set[str] = set()
@@ -148,11 +153,11 @@ class PieceBuilder:
             else:
                 close[s], lead = _split_trailing(s)
                 lead += "\n"
-            heads[s] = [lead + tag for tag in TAGS]
+            heads[s] = [lead + tag for tag in self.tags]
         close_ids = {s: self(c, False) for s, c in close.items()}
         head_ids = {s: [self(h, False) for h in hs] for s, hs in heads.items()}
-        first = [self("\n" + tag, False) for tag in TAGS]
-        plain = [self(tag, False) for tag in TAGS]
+        first = [self("\n" + tag, False) for tag in self.tags]
+        plain = [self(tag, False) for tag in self.tags]
         t = len(self._strings)
         close_arr = np.arange(t, dtype=np.int32)
         head_arr = np.tile(np.array(plain, np.int32), (t + 1, 1))
@@ -257,7 +262,10 @@ class TextGame(Env):
 
     Moves are ``i32`` codes of the subclass: ``0 .. num_moves - 1`` the moves that can
     be legal (``_legal_moves`` says which are), anything else a reply that is never a
-    valid move (-1: nothing matched; some games use other codes for their reasons).
+    valid move (-1: nothing matched; some games use other codes for their reasons). A
+    game whose replies carry more than a code (negotiation's offers) parses to a pytree
+    of arrays and overrides ``_step`` and ``legal_actions``; ``action_moves`` is then
+    that pytree stacked over the table.
 
     Observation of each role, ``i32[P + U]``: the ``P`` piece ids of the player's
     observation (-1 after its end), then the action index of each utterance of the
@@ -267,6 +275,7 @@ class TextGame(Env):
 
     actions: tuple[str, ...]
     num_moves: int
+    shows_warnings = True  # the observation shows the invalid-move warnings
     pieces: Pieces
     capacity: int
     error_allowance: int
@@ -277,7 +286,9 @@ class TextGame(Env):
         self.pieces = pieces
         self.capacity = int(capacity)
         self.error_allowance = int(error_allowance)
-        self.action_moves = np.array([self.parse_text(s) for s in self.actions], np.int32)
+        moves = [self.parse_text(s) for s in self.actions]
+        stack = lambda *m: np.stack([np.asarray(x, np.int32) if np.asarray(x).dtype.kind in "iu" else np.asarray(x) for x in m])
+        self.action_moves = jax.tree_util.tree_map(stack, *moves)  # i32[A] move codes, or a pytree of [A, ...]
         self.echoes = tuple(echo_text(s) for s in self.actions)
         self._empty_action = self.actions.index("") if "" in self.actions else len(self.actions) - 1
         n_ids = max(pieces.table.num_ids, len(self.actions))
@@ -369,7 +380,7 @@ class TextGame(Env):
         active = (jnp.arange(2) == state.player) & ~state.done
         info = {
             "player": jnp.where(state.done, -1, state.player).astype(jnp.int32),
-            "move": jnp.asarray(move, jnp.int32),
+            "move": jax.tree_util.tree_map(lambda m: jnp.asarray(m, jnp.asarray(m).dtype), move),
             "utterance": jnp.asarray(utterance, jnp.int32),
             "invalid_move": jnp.asarray(invalid, bool),
             "illegal_action": jnp.asarray(invalid, bool),
@@ -421,7 +432,7 @@ class TextGame(Env):
         a = jnp.where(state.player == 0, actions["player_0"][0], actions["player_1"][0])
         # an index outside the table plays the empty reply (never a valid move)
         a = jnp.where((a >= 0) & (a < len(self.actions)), a, self._empty_action)
-        move = jnp.asarray(self.action_moves)[a]
+        move = jax.tree_util.tree_map(lambda m: jnp.asarray(m)[a], self.action_moves)
         return self._step(key, state, move, a, params)
 
     def step_move(self, key, state, move, params=None):
@@ -432,7 +443,7 @@ class TextGame(Env):
         Returns ``(state, timestep)``; ``timestep.info["utterance"]`` is the slot index
         of this reply."""
         params = self._params(params)
-        return self._step(key, state, jnp.asarray(move, jnp.int32), jnp.int32(-1), params)
+        return self._step(key, state, jax.tree_util.tree_map(jnp.asarray, move), jnp.int32(-1), params)
 
     def _step(self, key, state, move, action, params):
         playing = ~state.done
@@ -449,17 +460,7 @@ class TextGame(Env):
         valid = (move >= 0) & (move < self.num_moves) & legal[jnp.clip(move, 0, self.num_moves - 1)]
 
         # invalid: a warning to the mover and another try, or the loss
-        warn = new.errors < self.error_allowance
-        warned = self._send(
-            new.replace(errors=new.errors + 1),
-            jnp.arange(2) == p,
-            GAME,
-            jnp.concatenate([self._invalid_prefix(p)[None], self._invalid_reason(state, move), jnp.int32(self._suffix_id)[None]]),
-        )
-        lost = new.replace(done=jnp.ones((), bool))
-        loss = jnp.where(jnp.arange(2) == p, -1.0, 1.0).astype(jnp.float32)
-        after_invalid = jax.tree_util.tree_map(lambda a, b: jnp.where(warn, a, b), warned, lost)
-        reward_invalid = jnp.where(warn, 0.0, loss)
+        after_invalid, _, reward_invalid = self._invalid(new, jnp.ones((), bool), self._invalid_reason(state, move))
 
         applied, done, reward_valid = self._apply(key, new.replace(errors=jnp.zeros((), jnp.int32)), move, params)
         applied = applied.replace(done=done)
@@ -469,6 +470,21 @@ class TextGame(Env):
         after = jax.tree_util.tree_map(lambda n, o: jnp.where(playing, n, o), after, state)
         reward = (reward * playing).astype(jnp.float32)
         return after, self._timestep(after, reward, move, playing & ~valid, jnp.where(playing, u, -1))
+
+    def _invalid(self, state, cond, reason):
+        """TextArena's ``set_invalid_move`` by the player to act, where ``cond``: a
+        warning (``errors`` + 1, the warning message with ``reason``'s pieces when the
+        game shows warnings) while ``errors < error_allowance``, else the loss.
+        Returns ``(state, warned bool[], rewards f32[2])``."""
+        p = state.player
+        warn = cond & (state.errors < self.error_allowance)
+        lose = cond & ~warn
+        state = state.replace(errors=jnp.where(warn, state.errors + 1, state.errors), done=state.done | lose)
+        if self.shows_warnings:
+            body = jnp.concatenate([self._invalid_prefix(p)[None], reason, jnp.int32(self._suffix_id)[None]])
+            state = self._send(state, (jnp.arange(2) == p) & warn, GAME, body)
+        loss = jnp.where(jnp.arange(2) == p, -1.0, 1.0).astype(jnp.float32)
+        return state, warn, jnp.where(lose, loss, 0.0)
 
     def _after_move(self, state, valid, params):
         """Messages every move sends after its own (tic-tac-toe's board); none by default."""

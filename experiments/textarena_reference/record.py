@@ -22,6 +22,13 @@ registration is commented out in 0.7.4: its class is constructed directly, with 
 commented-out line's arguments (``max_rounds=5``) and the same two wrappers; a fifth as
 many games again with ``starting_bank=6`` (``leduc_poker_bank6``), where players go bust.
 
+``SimpleNegotiation-v0`` through ``textarena.make`` (its default wrappers:
+``GameMessagesObservationWrapper``, which shows neither the replies nor the warnings,
+and ``ActionFormattingWrapper``); its hidden randomness is each player's starting
+quantities and values. Its file also holds ``parses``: TextArena's reading (its
+patterns and ``_parse_offer``) of every table string and of 3,000 random offer-like
+replies, ``[reply, [accepts, status, offered, requested]]``.
+
 Hash seed: TextArena's Leduc prints its legal moves by iterating Python sets, whose
 order depends on the process's string-hash seed; the script re-runs itself with
 ``PYTHONHASHSEED=0`` (and stores the orders it saw), so a recording is reproducible.
@@ -69,7 +76,9 @@ GAMES = {
     "tic_tac_toe": "TicTacToe-v0",
     "leduc_poker": "LeducHoldem-v0",
     "leduc_poker_bank6": "LeducHoldem-v0",  # starting_bank=6: players go bust
+    "simple_negotiation": "SimpleNegotiation-v0",
 }
+RESOURCES = ("Wheat", "Wood", "Sheep", "Brick", "Ore")
 # keyword arguments beyond the id's, and the action table when not the game's own
 VARIANTS = {"leduc_poker_bank6": ({"starting_bank": 6}, "leduc_poker")}
 # LeducHoldem's registrations are commented out in textarena 0.7.4 (its env file is
@@ -129,6 +138,63 @@ def is_accepted(env, action: str) -> bool:
         random.setstate(saved)
 
 
+def hidden_inventory(env):
+    """SimpleNegotiation's random start: ``[[quantity per resource] per player],
+    [[value per resource] per player]``, or None."""
+    gs = unwrapped(env).state.game_state
+    if "player_resources" not in gs:
+        return None
+    return ([[gs["player_resources"][p][r] for r in RESOURCES] for p in range(2)],
+            [[gs["player_values"][p][r] for r in RESOURCES] for p in range(2)])
+
+
+def negotiation_parse(env, reply: str):
+    """TextArena's own reading of a reply in SimpleNegotiation (its patterns and its
+    ``_parse_offer``): ``[accepts, offer status (0 none, 1 bad format, 2 offer),
+    [[resource, quantity], ...] offered, ... requested]``, items in TextArena's order."""
+    inner = unwrapped(env)
+    text = env.action(reply)
+    accepts = inner.accept_pattern.search(text) is not None
+    m = inner.offer_pattern.search(text)
+    if m is None:
+        return [accepts, 0, [], []]
+    parsed = inner._parse_offer(m.group(1).strip())
+    if not parsed:
+        return [accepts, 1, [], []]
+    return [accepts, 2, [[k, v] for k, v in parsed["offered_resources"].items()],
+            [[k, v] for k, v in parsed["requested_resources"].items()]]
+
+
+def probe_replies(n: int, seed: int) -> list[str]:
+    """Random offer-like replies for checking a parser against TextArena's: ``n``
+    structured offers with random perturbations, and ``n // 2`` random fragments."""
+    rng = random.Random(seed)
+    words = ["Wheat", "wood", "WOODS", "Sheeps", "sheep", "Brick", "ore", "wHeAt", "Ore", "Wood", "BRICK"] * 3 + [
+        "Gold", "Ores", "Br1ck", "bricks", "Wheat.", "she\u017fp", "WOO\u212aD", "\u017fheep", "bric\u212a"]
+    qty = ["1", "2", "3", "05", "10", "25", "7", "4"] * 3 + ["0", "999", "00", "\u0664", "1234567890123", "007"]
+    ws = [" "] * 8 + ["  ", "", "\n", "\t", "\u00a0", " \u3000"]
+
+    def side():
+        items = [f"{rng.choice(qty)}{rng.choice(ws)}{rng.choice(words)}" for _ in range(rng.choice([0, 1, 1, 1, 2, 2, 3]))]
+        return rng.choice([", ", " and ", ",", " ", "; "]).join(items)
+
+    out = []
+    for _ in range(n):
+        text = (rng.choice(["[Offer:", "[offer", "[OFFER: I give", "[Offer: I offer", "[Offer :", "[Offer:I give", "Offer:", ""])
+                + rng.choice(ws) + side() + rng.choice(["->", " -> ", " -> ", " -> ", "->->", " - > ", "", " ->  "]) + side()
+                + rng.choice(["]", ".]", " ...]", "!]", "", " ] [Accept]", "?.]", " .]", "[x]"]))
+        if rng.random() < 0.15:
+            k = rng.randint(0, len(text))
+            text = text[:k] + rng.choice(["[", "]", "->", "[Accept]", "x", " 3 Ore", "I give "]) + text[k:]
+        out.append(rng.choice(["", "I propose ", "[Accept] "]) + text)
+    bits = ["[Offer:", "[offer", "->", " -> ", ",", ".", "]", "[", "[Accept]", " ", "\n", "and", "I give", "7", "12"]
+    for _ in range(n // 2):
+        parts = [rng.choice(bits) if rng.random() < 0.6 else f"{rng.choice(qty)} {rng.choice(words)}"
+                 for _ in range(rng.randint(1, 10))]
+        out.append("".join(parts))
+    return out
+
+
 def hidden_deal(env):
     """``(round, cards)`` of the round being played (poker games), or None: Kuhn's
     ``[card of player 0, card of player 1]``, Leduc's ``[.., .., board card]`` (ranks)."""
@@ -145,6 +211,7 @@ def play(game: str, table: tuple, seed: int, p_legal: float) -> dict:
     """One recorded game."""
     env = make_env(game)
     env.reset(num_players=2, seed=seed)
+    start = hidden_inventory(env)
     chooser = random.Random(10_000_019 * seed + 7)
     max_rounds = getattr(unwrapped(env), "max_rounds", None)
     deals = {}
@@ -173,7 +240,9 @@ def play(game: str, table: tuple, seed: int, p_legal: float) -> dict:
         steps.append([pid, delta, "".join("1" if ok else "0" for ok in legal), action, bool(done)])
     rewards, _ = env.close()
     out = {"seed": seed, "steps": steps, "rewards": [rewards[0], rewards[1]]}
-    if max_rounds is not None:
+    if start is not None:
+        out["resources"], out["values"] = start
+    if max_rounds is not None and deals:
         width = len(next(iter(deals.values())))
         out["deals"] = [deals.get(r, [0, 1, 2][:width]) for r in range(1, max_rounds + 1)]  # unplayed rounds: any deal
     return out
@@ -183,6 +252,12 @@ def record(game: str, games: int, seed: int, p_legal: float) -> dict:
     import textarena
 
     table = load_tables()[VARIANTS.get(game, (None, game))[1]]
+    extra = {}
+    if game == "simple_negotiation":
+        env = make_env(game)
+        env.reset(num_players=2, seed=0)
+        probes = list(table) + probe_replies(2000, seed)
+        extra["parses"] = [[p, negotiation_parse(env, p)] for p in probes]
     return {
         "textarena_version": getattr(textarena, "__version__", None) or _dist_version("textarena"),
         "env_id": GAMES[game],
@@ -195,6 +270,7 @@ def record(game: str, games: int, seed: int, p_legal: float) -> dict:
         # on the hash seed (this script runs with PYTHONHASHSEED=0)
         "hash_seed": os.environ.get("PYTHONHASHSEED"),
         "set_orders": [list(x) for x in ({"check", "bet"}, {"call", "raise", "fold"}, {"call", "fold"})],
+        **extra,
     }
 
 

@@ -125,6 +125,7 @@ def _register_builtin() -> None:
     t = "jaxagents_environments.text"
     register("text_kuhn_poker", f"{t}.kuhn:TextKuhnPoker", description="Kuhn poker as TextArena's KuhnPoker-v0 text game (3 rounds): observations as text pieces, replies from an action-string table")
     register("text_leduc_poker", f"{t}.leduc:TextLeducPoker", description="Leduc hold'em as TextArena's LeducHoldem text game (5 hands, TextArena's betting): observations as text pieces, replies from an action-string table")
+    register("text_negotiation", f"{t}.negotiation:TextSimpleNegotiation", description="TextArena's SimpleNegotiation-v0 text game (five resources, free-text offers): observations as text pieces, replies from an action-string table")
     register("text_tic_tac_toe", f"{t}.tic_tac_toe:TextTicTacToe", description="Tic-tac-toe as TextArena's TicTacToe-v0 text game: observations as text pieces, replies from an action-string table")
     e = "jaxagents_environments.economy"
     register("taxation", f"{e}.taxation:Taxation", description="Stackelberg labour/tax game: N workers choose hours, a planner sets bracket rates every K worker steps (GB2/Pareto/uniform skills, flat/three/US brackets, lump-sum rebate)")

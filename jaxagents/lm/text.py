@@ -53,7 +53,9 @@ check against it; ``strip_substrings`` removes role tags from an echoed reply
 (TextArena's ``str.replace`` of each tag, in order).
 
 **Bytes of tokens.** ``token_bytes`` gives each token's bytes for a byte-level BPE
-vocabulary and ``detokenize`` turns generated ids into the bytes the grammars read.
+vocabulary and ``detokenize`` turns generated ids into the bytes the grammars read;
+``byte_token_ids`` and ``byte_tokens`` go the other way one byte per token (for text
+that is neither a piece nor generated, such as an echo with a role tag removed).
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ __all__ = [
     "slot_tokens",
     "encode_fn",
     "token_bytes",
+    "byte_token_ids",
+    "byte_tokens",
     "detokenize",
     "encode_bytes",
     "decode_utf8",
@@ -85,6 +89,11 @@ __all__ = [
     "LiteralGrammar",
     "BracketedNumberGrammar",
     "NUMBER_CAP",
+    "unicode_classes",
+    "run_end",
+    "digit_run_values",
+    "match_sequences",
+    "class_codepoints",
 ]
 
 NUMBER_CAP = 2**31 - 1  # BracketedNumberGrammar's value for numbers above 999,999,999
@@ -307,7 +316,9 @@ def slot_tokens(generated, generated_length, table: TokenTable, wrapped=False, w
     Returns:
         ``(i32[V, width], i32[V])``: for each slot variant ``v``, ``prefix_v +
         ("[" if wrapped) + generated + ("]" if wrapped) + suffix_v`` as tokens (the
-        same text as the slot's; the tokens of the reply kept as generated).
+        same text as the slot's; the tokens of the reply kept as generated). When the
+        echo is not the reply with brackets (TextArena removed a role tag from it), pass
+        the echo's tokens as ``generated`` instead (``byte_tokens`` of its bytes).
     """
     generated = jnp.asarray(generated, jnp.int32)
     lx = max(table.prefix_tokens.shape[1], table.suffix_tokens.shape[1], table.bracket_tokens.shape[1])
@@ -366,6 +377,26 @@ def token_bytes(vocab: dict[str, int], width: int | None = None) -> tuple[np.nda
         out[i, : len(b)] = np.frombuffer(b, np.uint8)
         lens[i] = len(b)
     return out, lens
+
+
+def byte_token_ids(vocab: dict[str, int]) -> np.ndarray:
+    """Host side: ``i32[256]`` the id of each single-byte token of a byte-level BPE
+    vocabulary (every such vocabulary has all 256): with ``byte_tokens`` any bytes can
+    be tokenized inside ``jit``, one token per byte (the exact text, though not the
+    tokenizer's own split), e.g. an echoed reply that is not the generated text."""
+    chars = _bytes_to_unicode()
+    missing = [b for b in range(256) if chars[b] not in vocab]
+    if missing:
+        raise ValueError(f"the vocabulary has no single-byte token for bytes {missing[:8]}: not a byte-level BPE")
+    return np.array([vocab[chars[b]] for b in range(256)], np.int32)
+
+
+def byte_tokens(data, length, byte_ids) -> tuple[jax.Array, jax.Array]:
+    """Inside ``jit``: ``(i32[L], i32[])`` one token per byte of ``data`` (``u8[L]``,
+    ``length`` used; 0 after), from ``byte_token_ids``."""
+    data = jnp.asarray(data)
+    ids = jnp.asarray(byte_ids)[data.astype(jnp.int32)]
+    return jnp.where(jnp.arange(data.shape[0]) < length, ids, 0).astype(jnp.int32), jnp.asarray(length, jnp.int32)
 
 
 def detokenize(ids, length, table_bytes, table_lengths, max_bytes: int):
@@ -519,14 +550,108 @@ def _all_chars() -> str:
     return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
 
 
-def _class_codepoints(pattern: str, flags: int = 0) -> list[int]:
-    """The code points Python's ``re`` matches with a one-character ``pattern``."""
+def class_codepoints(pattern: str, flags: int = 0) -> list[int]:
+    """Host side: the code points Python's ``re`` matches with a one-character
+    ``pattern`` (``r"\\s"``, ``"[A-Za-z]"`` with ``re.IGNORECASE``, ...), sorted."""
     return sorted({ord(c) for c in re.findall(pattern, _all_chars(), flags)})
 
 
 @functools.lru_cache(maxsize=None)
 def _folds(char: str) -> tuple[int, ...]:
-    return tuple(_class_codepoints(re.escape(char), re.IGNORECASE))
+    return tuple(class_codepoints(re.escape(char), re.IGNORECASE))
+
+
+def _lookup(sorted_cps: jax.Array, cp: jax.Array):
+    i = jnp.clip(jnp.searchsorted(sorted_cps, cp), 0, sorted_cps.shape[0] - 1)
+    return i, sorted_cps[i] == cp
+
+
+@functools.lru_cache(maxsize=1)
+def _unicode_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ws = np.array(class_codepoints(r"\s"), np.int32)
+    digits = class_codepoints(r"\d")
+    return ws, np.array(digits, np.int32), np.array([int(chr(c)) for c in digits], np.int32)
+
+
+def unicode_classes(cp) -> tuple[jax.Array, jax.Array]:
+    """Python's ``\\s`` and ``\\d`` on decoded code points (``decode_utf8``), inside
+    ``jit``: ``(is_space bool[N], digit i32[N])``, the digit's value or -1."""
+    ws, digits, values = _unicode_tables()
+    _, is_ws = _lookup(jnp.asarray(ws), cp)
+    di, is_digit = _lookup(jnp.asarray(digits), cp)
+    return is_ws, jnp.where(is_digit, jnp.asarray(values)[di], -1)
+
+
+def run_end(inside, width) -> jax.Array:
+    """``i32[N]``: from each position, where a run of characters of a class ends: the
+    first position reached by walking character by character (``width``) whose
+    character is not ``inside`` (the position itself when its character is not).
+    ``inside`` and ``width`` are ``decode_utf8``'s ``[N]`` arrays; the last position
+    (past the text) must not be inside. Pointer doubling, ``log2 N`` gathers."""
+    size = inside.shape[0] - 1
+    idx = jnp.arange(size + 1, dtype=jnp.int32)
+    step = jnp.where(inside, jnp.minimum(idx + width, size), idx)
+    for _ in range(max(1, int(np.ceil(np.log2(size + 1))) + 1)):
+        step = step[step]
+    return step
+
+
+def digit_run_values(digit, width) -> tuple[jax.Array, jax.Array]:
+    """The numbers written by runs of decimal digits, inside ``jit``.
+
+    Args:
+        digit: ``i32[N]`` from ``unicode_classes`` (-1: not a digit).
+        width: ``i32[N]`` from ``decode_utf8``.
+
+    Returns:
+        ``(value i32[N], end i32[N])``: at each position that starts a run of digits
+        (a digit not preceded by one) the run's ``int`` value (exact up to 999,999,999,
+        ``NUMBER_CAP`` above) and where the run ends; -1 and the position elsewhere.
+    """
+    size = digit.shape[0] - 1
+    idx = jnp.arange(size + 1, dtype=jnp.int32)
+    is_d = digit >= 0
+    # the bytes of each digit character, to know whether a position follows a digit
+    covered = jnp.zeros(size + 5, bool)
+    for k in range(4):
+        covered = covered.at[idx + k].max(is_d & (k < width))
+    starts = is_d & ~jnp.concatenate([jnp.zeros(1, bool), covered[:size]])
+    end = run_end(is_d, width)
+    count = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(is_d, dtype=jnp.int32)])  # digits before each position
+    exponent = count[end] - count[idx] - 1  # digits after this one in its run
+    pow10 = jnp.asarray([10**i for i in range(9)], jnp.int32)
+    term = jnp.where(is_d & (exponent <= 8), jnp.maximum(digit, 0) * pow10[jnp.clip(exponent, 0, 8)], 0)
+    big = is_d & (digit > 0) & (exponent >= 9)
+    csum = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(term, dtype=jnp.int32)])  # wraps; differences stay exact
+    cbig = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(big, dtype=jnp.int32)])
+    value = jnp.where(cbig[end] - cbig[idx] > 0, NUMBER_CAP, csum[end] - csum[idx])
+    return jnp.where(starts, value, -1), jnp.where(starts, end, idx)
+
+
+def match_sequences(cp, width, table, lengths) -> tuple[jax.Array, jax.Array]:
+    """Where sequences of character sets match, inside ``jit``.
+
+    Args:
+        cp, width: ``decode_utf8``'s ``[N]`` arrays.
+        table: ``i32[K, M, S]`` (static, numpy): the code points character ``t`` of
+            sequence ``k`` accepts (-3 pads).
+        lengths: ``i32[K]`` (static) each sequence's length.
+
+    Returns:
+        ``(ok bool[K, N], end i32[K, N])``: whether sequence ``k`` matches starting at
+        each position, and the position after the match.
+    """
+    size = cp.shape[0] - 1
+    table = jnp.asarray(table)
+    plen = jnp.asarray(lengths)
+    k = table.shape[0]
+    pos = jnp.broadcast_to(jnp.arange(size + 1, dtype=jnp.int32), (k, size + 1))
+    ok = jnp.ones((k, size + 1), bool)
+    for t in range(table.shape[1]):  # static: the longest sequence
+        active = (t < plen)[:, None]
+        ok = ok & (jnp.any(cp[pos][..., None] == table[:, t][:, None, :], axis=-1) | ~active)
+        pos = jnp.where(active, jnp.minimum(pos + width[pos], size), pos)
+    return ok, pos
 
 
 class LiteralGrammar:
@@ -573,26 +698,21 @@ class LiteralGrammar:
         m = self.regex.search(text)
         return (-1, "") if m is None else (m.lastindex - 1, m.group())
 
+    def match_all(self, cp, width) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Inside ``jit``, every match on decoded text (``decode_utf8``'s ``cp``,
+        ``width``, ``[N]``): ``(ok bool[K, N], end i32[K, N], lowers bool[K, N])`` for
+        pattern ``k`` starting at each position: whether it matches there, where the
+        match ends, and whether the matched text lowercases to the pattern's."""
+        ok, end = match_sequences(cp, width, self._table, self._lengths)
+        canon, _ = match_sequences(cp, width, np.where(self._lowers, self._table, -3), self._lengths)
+        return ok, end, canon
+
     def match(self, data, length) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Inside ``jit``: ``(pattern index i32[], start byte i32[], lowers bool[])`` of
         the first match in ``data`` (``u8[L]``, ``length`` used): -1, -1 when nothing
         matches; ``lowers``: the matched text's ``str.lower()`` is the pattern's."""
         cp, width = decode_utf8(data, length)
-        size = cp.shape[0] - 1
-        table = jnp.asarray(self._table)
-        lowers = jnp.asarray(self._lowers)
-        plen = jnp.asarray(self._lengths)
-        k = table.shape[0]
-        pos = jnp.broadcast_to(jnp.arange(size + 1, dtype=jnp.int32), (k, size + 1))
-        ok = jnp.ones((k, size + 1), bool)
-        canon = jnp.ones((k, size + 1), bool)
-        for t in range(table.shape[1]):  # static: the longest pattern's length
-            c = cp[pos]
-            active = (t < plen)[:, None]
-            eq = c[..., None] == table[:, t][:, None, :]
-            ok = ok & (jnp.any(eq, axis=-1) | ~active)
-            canon = canon & (jnp.any(eq & lowers[:, t][:, None, :], axis=-1) | ~active)
-            pos = jnp.where(active, jnp.minimum(pos + width[pos], size), pos)
+        ok, _, canon = self.match_all(cp, width)
         anywhere = jnp.any(ok, axis=0)
         found = jnp.any(anywhere)
         start = jnp.argmax(anywhere).astype(jnp.int32)
@@ -600,23 +720,11 @@ class LiteralGrammar:
         return jnp.where(found, which, -1), jnp.where(found, start, -1), found & canon[which, start]
 
 
-def _lookup(sorted_cps: jax.Array, cp: jax.Array):
-    i = jnp.clip(jnp.searchsorted(sorted_cps, cp), 0, sorted_cps.shape[0] - 1)
-    return i, sorted_cps[i] == cp
-
-
 class BracketedNumberGrammar:
     """The first match of ``\\[\\s*(\\d+)\\s*\\]`` (Python's Unicode ``\\s`` and ``\\d``)
     and ``int`` of the digits (any script's decimal digits, leading zeros allowed)."""
 
     REGEX = re.compile(r"\[\s*(\d+)\s*\]")
-
-    def __init__(self):
-        ws = _class_codepoints(r"\s")
-        digits = _class_codepoints(r"\d")
-        self._ws = np.array(ws, np.int32)
-        self._digits = np.array(digits, np.int32)
-        self._values = np.array([int(chr(c)) for c in digits], np.int32)
 
     def search(self, text: str) -> int:
         """Host side, with Python's ``re``: ``int`` of the first match's digits (above
@@ -634,28 +742,14 @@ class BracketedNumberGrammar:
         cp, width = decode_utf8(data, length)
         size = cp.shape[0] - 1
         idx = jnp.arange(size + 1, dtype=jnp.int32)
-        _, is_ws = _lookup(jnp.asarray(self._ws), cp)
-        di, is_digit = _lookup(jnp.asarray(self._digits), cp)
-        value = jnp.where(is_digit, jnp.asarray(self._values)[di], -1)
-        step_ws = jnp.where(is_ws, jnp.minimum(idx + width, size), idx)
-        step_digit = jnp.where(is_digit, jnp.minimum(idx + width, size), idx)
-        # pointer doubling: after n rounds each pointer has skipped up to 2^n characters
-        for _ in range(max(1, int(np.ceil(np.log2(size + 1))) + 1)):
-            step_ws = step_ws[step_ws]
-            step_digit = step_digit[step_digit]
-        p1 = step_ws[jnp.minimum(idx + 1, size)]  # after "[" (one byte), skip whitespace
-        p2 = step_digit[p1]
-        p3 = step_ws[p2]
-        ok = (cp == ord("[")) & is_digit[p1] & (cp[p3] == ord("]"))
+        is_ws, digit = unicode_classes(cp)
+        values, _ = digit_run_values(digit, width)
+        skip_ws = run_end(is_ws, width)
+        p1 = skip_ws[jnp.minimum(idx + 1, size)]  # after "[" (one byte), skip whitespace
+        p2 = run_end(digit >= 0, width)[p1]
+        p3 = skip_ws[p2]
+        ok = (cp == ord("[")) & (digit[p1] >= 0) & (cp[p3] == ord("]"))
         found = jnp.any(ok)
         start = jnp.argmax(ok).astype(jnp.int32)
-        a, b = p1[start], p2[start]
-        run = (idx >= a) & (idx < b) & is_digit
-        nonzero = run & (value > 0)
-        first = jnp.where(jnp.any(nonzero), jnp.argmax(nonzero), size + 1)
-        sig = run & (idx >= first)
-        after = jnp.sum(sig) - jnp.cumsum(sig)  # significant digits after each position
-        pow10 = jnp.asarray([10**i for i in range(10)], jnp.int32)
-        total = jnp.sum(jnp.where(sig, value * pow10[jnp.clip(after, 0, 9)], 0))
-        total = jnp.where(jnp.sum(sig) > 9, NUMBER_CAP, total)
-        return jnp.where(found, total, -1).astype(jnp.int32), jnp.where(found, start, -1)
+        # p1 starts the run (after "[" and whitespace, never after a digit)
+        return jnp.where(found, values[p1[start]], -1).astype(jnp.int32), jnp.where(found, start, -1)

@@ -17,6 +17,8 @@ from jaxagents.lm.text import (
     LiteralGrammar,
     PieceTable,
     TokenTable,
+    byte_token_ids,
+    byte_tokens,
     decode_utf8,
     detokenize,
     encode_bytes,
@@ -107,10 +109,13 @@ def test_token_bytes_and_detokenize_round_trip():
                                              show_progress=False)
     tok.train_from_iterator(["I will [bet] now", "[check] é \u212a"] * 20, trainer)
     table, lengths = token_bytes(tok.get_vocab())
+    byte_ids = byte_token_ids(tok.get_vocab())
     for text in ["I will [bet]", "[chec\u212a] é!", ""]:
         ids = tok.encode(text).ids
         data, n = detokenize(jnp.array(ids + [0] * 3), len(ids), table, lengths, 64)
         assert bytes(np.asarray(data)[: int(n)]) == text.encode()
+        one_by_one, m = byte_tokens(data, n, byte_ids)
+        assert tok.decode(np.asarray(one_by_one)[: int(m)].tolist()) == text
 
 
 def _random_bytes(rng, n):
