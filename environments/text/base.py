@@ -54,13 +54,8 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
-from jaxagents.lm.text import (
-    PieceTable,
-    decode_utf8,
-    format_action,
-    format_action_text,
-    strip_substrings,
-)
+from jaxagents.lm.grammar import format_action, format_action_text, strip_substrings
+from jaxagents.lm.text import PieceTable
 
 ROLES = ("player_0", "player_1")
 GAME, PLAYER_0, PLAYER_1 = 0, 1, 2  # message senders (tag index); player k is 1 + k

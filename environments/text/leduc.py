@@ -48,7 +48,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core.validate import check_positive_int
-from jaxagents.lm.text import LiteralGrammar, format_action_text
+from jaxagents.lm.grammar import LiteralGrammar, format_action_text
 from jaxagents_environments.games.leduc import DEALS, hand_strength
 from jaxagents_environments.text import actions as action_tables
 from jaxagents_environments.text.base import GAME, PieceBuilder, TextGame

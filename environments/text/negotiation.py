@@ -49,17 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxagents.lm.text import (
-    NUMBER_CAP,
-    LiteralGrammar,
-    class_codepoints,
-    decode_utf8,
-    digit_run_values,
-    format_action_text,
-    match_sequences,
-    run_end,
-    unicode_classes,
-)
+from jaxagents.lm.grammar import LiteralGrammar, NUMBER_CAP, class_codepoints, decode_utf8, digit_run_values, format_action_text, match_sequences, run_end, unicode_classes
 from jaxagents.core.validate import check_positive_int
 from jaxagents_environments.text import actions as action_tables
 from jaxagents_environments.text.base import PieceBuilder, TextGame

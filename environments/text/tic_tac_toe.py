@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import itertools
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxagents.lm.text import BracketedNumberGrammar, format_action_text
+from jaxagents.lm.grammar import BracketedNumberGrammar, format_action_text
 from jaxagents_environments.games.tic_tac_toe import TicTacToe
 from jaxagents_environments.text import actions as action_tables
 from jaxagents_environments.text.base import GAME, PieceBuilder, TextGame

@@ -64,10 +64,12 @@ class LMBenchRow:
 
     @property
     def best_s(self) -> float:
+        """The fastest timed run, seconds."""
         return min(self.times_s)
 
     @property
     def median_s(self) -> float:
+        """The median timed run, seconds."""
         return sorted(self.times_s)[len(self.times_s) // 2]
 
     def as_dict(self) -> dict:

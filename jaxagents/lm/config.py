@@ -187,8 +187,8 @@ class ModelConfig:
                               f"got {raw['hidden_act']!r}")
         windowed = [t for t in raw.get("layer_types") or [] if t != "full_attention"]
         if raw.get("use_sliding_window") or windowed:
-            raise ConfigError(f"config.json: sliding-window attention (use_sliding_window / layer_types) is not "
-                              f"supported; every layer must be full_attention")
+            raise ConfigError("config.json: sliding-window attention (use_sliding_window / layer_types) is not "
+                              "supported; every layer must be full_attention")
         d = int(need("hidden_size"))
         heads = int(need("num_attention_heads"))
         theta, scaling = _rope(raw)

@@ -102,7 +102,7 @@ class TextTables:
 
     tokens: TokenTable
     token_bytes: TokenBytes
-    byte_tokens: Any  # i32[256]: a single-byte token per byte (-1 where the vocabulary has none)
+    byte_tokens: Any  # i32[256]: the single-byte token of each byte (Tokenizer.byte_token_ids)
     choices: Choices
     canonical: Any  # i32[num_moves]: the action index of each move's canonical string
     stop_ids: tuple
@@ -112,9 +112,6 @@ class TextTables:
         """Tables of ``env`` (a text game) for ``tokenizer`` (a ``jaxagents.lm.tokenizer.Tokenizer``);
         ``stop_ids`` (default: the tokenizer's EOS) are not part of a reply's text."""
         table, length = tokenizer.token_bytes()
-        singles = np.full(256, -1, np.int32)
-        for i in np.flatnonzero(length == 1)[::-1]:  # lowest id wins
-            singles[table[i, 0]] = i
         moves = np.asarray(env.action_moves)
         canonical = []
         for m in range(env.num_moves):
@@ -125,7 +122,7 @@ class TextTables:
         choices = Choices.build(tokenizer, [env.actions[i] for i in canonical])
         stop = (tokenizer.eos_token_id,) if stop_ids is None and tokenizer.eos_token_id is not None else tuple(stop_ids or ())
         return cls(TokenTable.build(env.piece_table, tokenizer), TokenBytes(jnp.asarray(table), jnp.asarray(length)),
-                   jnp.asarray(singles), choices, jnp.asarray(canonical, jnp.int32), stop)
+                   jnp.asarray(tokenizer.byte_token_ids()), choices, jnp.asarray(canonical, jnp.int32), stop)
 
 
 def _concat(parts: list[tuple[jax.Array, jax.Array]], width: int) -> tuple[jax.Array, jax.Array]:

@@ -140,6 +140,19 @@ class Tokenizer:
             out[i, : len(s)] = np.frombuffer(s, np.uint8)
         return out, np.array([len(s) for s in spelled], np.int32)
 
+    def byte_token_ids(self) -> np.ndarray:
+        """``i32[256]``: the single-byte token of every byte (lowest id first). A byte-level
+        BPE has all 256, so any bytes can be written as tokens, one per byte
+        (``jaxagents.lm.text.byte_tokens``): the exact text, not the tokenizer's split."""
+        table, length = self.token_bytes()
+        out = np.full(256, -1, np.int32)
+        for i in np.flatnonzero(length == 1)[::-1]:
+            out[table[i, 0]] = i
+        if (out < 0).any():
+            raise ValueError(f"the vocabulary has no single-byte token for bytes {np.flatnonzero(out < 0)[:8].tolist()}: "
+                             "not a byte-level BPE")
+        return out
+
     def _is_byte_level(self) -> bool:
         spec = json.loads(self._tok.to_str())
         decoder = spec.get("decoder") or {}

@@ -90,6 +90,7 @@ def test_every_prompt_is_the_games_observation(env_id, constrained):
         assert int(turns.move[t, b]) == env.parse_text(tok.decode(reply))
 
 
+@pytest.mark.slow
 def test_prefix_caching_changes_no_token():
     with_cache = episode("text_kuhn_poker")
     without = episode("text_kuhn_poker", reuse_prefix=False)

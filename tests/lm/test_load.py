@@ -186,6 +186,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_weights_sharded_over_four_devices_give_the_reference_outputs():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
     run = subprocess.run([sys.executable, "-c", SHARDED_CHECK, os.path.join(DATA, "llama_untied_linear")], env=env,

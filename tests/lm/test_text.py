@@ -11,26 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxagents.lm.text import (
-    NUMBER_CAP,
-    BracketedNumberGrammar,
-    LiteralGrammar,
-    PieceTable,
-    TokenTable,
-    byte_token_ids,
-    byte_tokens,
-    decode_utf8,
-    detokenize,
-    encode_bytes,
-    encode_fn,
-    format_action,
-    format_action_text,
-    slot_tokens,
-    strip_substrings,
-    token_bytes,
-    token_count,
-    tokenize,
-)
+from jaxagents.lm.grammar import BracketedNumberGrammar, LiteralGrammar, NUMBER_CAP, decode_utf8, encode_bytes, format_action, format_action_text, strip_substrings
+
+from jaxagents.lm.generate import TokenBytes, text_bytes
+from jaxagents.lm.text import PieceTable, TokenTable, byte_tokens, encode_fn, slot_tokens, token_count, tokenize
+from jaxagents.lm.tokenizer import Tokenizer
 
 
 class CharTokenizer:
@@ -100,19 +85,21 @@ def test_encode_fn_accepts_tokenizer_objects():
         encode_fn(3)
 
 
-def test_token_bytes_and_detokenize_round_trip():
-    tokenizers = pytest.importorskip("tokenizers")
+def test_token_bytes_and_byte_tokens_round_trip():
+    import tokenizers
+
     tok = tokenizers.Tokenizer(tokenizers.models.BPE())
     tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = tokenizers.decoders.ByteLevel()
     trainer = tokenizers.trainers.BpeTrainer(vocab_size=300, initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
                                              show_progress=False)
     tok.train_from_iterator(["I will [bet] now", "[check] é \u212a"] * 20, trainer)
-    table, lengths = token_bytes(tok.get_vocab())
-    byte_ids = byte_token_ids(tok.get_vocab())
+    ours = Tokenizer(tok)
+    table, byte_ids = TokenBytes.of(ours), ours.byte_token_ids()
     for text in ["I will [bet]", "[chec\u212a] é!", ""]:
         ids = tok.encode(text).ids
-        data, n = detokenize(jnp.array(ids + [0] * 3), len(ids), table, lengths, 64)
+        data, n = text_bytes(jnp.array([ids + [0] * 3]), jnp.array([[True] * len(ids) + [False] * 3]), table)
+        data, n = data[0], n[0]
         assert bytes(np.asarray(data)[: int(n)]) == text.encode()
         one_by_one, m = byte_tokens(data, n, byte_ids)
         assert tok.decode(np.asarray(one_by_one)[: int(m)].tolist()) == text

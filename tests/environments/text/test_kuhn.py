@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import jaxagents
-from jaxagents.lm.text import TokenTable, encode_bytes, format_action_text
+from jaxagents.lm.grammar import encode_bytes, format_action_text
+from jaxagents.lm.text import TokenTable
 from jaxagents_environments.text.base import echo_text
 from jaxagents_environments.text.kuhn import BET, CALL, CHECK, FOLD, NOT_A_MOVE, TextKuhnPoker
 
@@ -98,7 +99,8 @@ def tokenizers(replayed):
     return parity.train_tokenizers([t for game in replayed.texts[:200] for t in game])
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+# one tokenizer kind each in the default suite (the other under -m slow)
+@pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.slow), "qwen2"])
 def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     """Every piece boundary of every recorded observation is a split point of the
     pre-tokenizer and every piece pre-tokenizes alone as inside the whole text, so any
@@ -110,7 +112,7 @@ def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
 
 
 @pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 2])
-@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+@pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
     """``tokenize(pieces) == encode(render(pieces))`` on every other recorded observation
     (all with ``-m slow``), inside ``jit``; where GPT-2's pre-tokenizer makes that
@@ -185,20 +187,23 @@ def test_step_move_is_step_with_the_parsed_reply(jitted):
 
 def test_language_model_loop(env, tokenizers):
     """What a language-model loop does, inside one ``jit`` per step: generated tokens
-    to bytes (``detokenize``), the move (``parse``), the step (``step_move``), the echo's
+    to bytes (``text_bytes``), the move (``parse``), the step (``step_move``), the echo's
     slot tokens (``slot_tokens``) and the next observation's tokens (``tokenize``): the
     tokens decode to TextArena's text, rendered with the replies' echoes."""
-    from jaxagents.lm.text import byte_token_ids, byte_tokens, detokenize, slot_tokens, token_bytes, tokenize
+    from jaxagents.lm.generate import TokenBytes, text_bytes
+    from jaxagents.lm.text import byte_tokens, slot_tokens, tokenize
+    from jaxagents.lm.tokenizer import Tokenizer
 
     tok = tokenizers["qwen2"]
     table = TokenTable.build(env.piece_table, tok, max_len=1024)
-    tb, tl = token_bytes(tok.get_vocab())
-    byte_ids = byte_token_ids(tok.get_vocab())
+    ours = Tokenizer(tok)
+    tb, byte_ids = TokenBytes.of(ours), ours.byte_token_ids()
     width = 24
 
     @jax.jit
     def turn(state, slots, slot_len, gen, gen_len):
-        data, n = detokenize(gen, gen_len, tb, tl, 64)
+        data, n = text_bytes(gen[None], (jnp.arange(gen.shape[0]) < gen_len)[None], tb)
+        data, n = data[0], n[0]
         state, ts = env.step_move(jax.random.key(0), state, env.parse(data, n))
         echo, echo_len, wrapped, stripped = env.echo(data, n)
         own, own_len = slot_tokens(gen, gen_len, table, wrapped, width=width)

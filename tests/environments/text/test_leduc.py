@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from jaxagents.lm.text import encode_bytes, format_action_text
+from jaxagents.lm.grammar import encode_bytes, format_action_text
 from jaxagents_environments.text.base import echo_text
 from jaxagents_environments.text.leduc import MOVES, NOT_A_MOVE, SET_ORDERS, TextLeducPoker
 
@@ -116,14 +116,15 @@ def tokenizers(replayed):
     return parity.train_tokenizers([t for game in replayed.texts[:100] for t in game])
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+# one tokenizer kind each in the default suite (the other under -m slow)
+@pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.slow), "qwen2"])
 def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     excused = parity.uses(env, parity.excused_gpt2(env)) if kind == "gpt2" else (lambda o: False)
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, excused, every=10)
 
 
 @pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 5])
-@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+@pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
     """Every fifth recorded observation by default, all of them with ``-m slow``."""
     excused = parity.uses(env, parity.excused_gpt2(env)) if kind == "gpt2" else (lambda o: False)

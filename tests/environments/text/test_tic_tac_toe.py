@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jaxagents
-from jaxagents.lm.text import NUMBER_CAP, encode_bytes, format_action_text
+from jaxagents.lm.grammar import NUMBER_CAP, encode_bytes, format_action_text
 from jaxagents_environments.text.base import echo_text
 
 _spec = importlib.util.spec_from_file_location("textarena_parity", os.path.join(os.path.dirname(__file__), "textarena_parity.py"))
@@ -99,13 +99,14 @@ def _excused(env, kind):
     return lambda o: ws(o) or bool(np.isin(o[: env.capacity], groups).any())
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+# one tokenizer kind each in the default suite (the other under -m slow)
+@pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.slow), "qwen2"])
 def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, _excused(env, kind), every=5)
 
 
 @pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 3])
-@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+@pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
     """Every third recorded observation by default, all of them with ``-m slow``."""
     exact = parity.check_tokenize(env, replayed, tokenizers[kind], _excused(env, kind), every=every)
