@@ -76,7 +76,8 @@ class Turns:
         player: ``i32`` the seat that replied.
         prompt: ``i32[L]`` the prompt tokens; ``prompt_length`` ``i32``.
         tokens, logprobs, mask: ``[N]`` the reply (``jaxagents.lm.generate.Generation``).
-        move: ``i32`` the parsed move code; ``invalid``: ``bool`` it was not a valid move.
+        move: the parsed move (``i32`` code, or the game's structured move, e.g. an offer);
+            ``invalid``: ``bool`` it was not a valid move.
         reward: ``f32[2]`` the step's rewards by seat; ``done``: ``bool`` the game ended.
         overflow: ``bool`` the prompt was longer than ``L`` tokens and was cut.
     """
@@ -103,8 +104,8 @@ class TextTables:
     tokens: TokenTable
     token_bytes: TokenBytes
     byte_tokens: Any  # i32[256]: the single-byte token of each byte (Tokenizer.byte_token_ids)
-    choices: Choices
-    canonical: Any  # i32[num_moves]: the action index of each move's canonical string
+    choices: Choices | None  # the canonical move strings (None: structured moves, free replies only)
+    canonical: Any  # i32[num_moves]: the action index of each move's canonical string, or None
     stop_ids: tuple
 
     @classmethod
@@ -112,17 +113,22 @@ class TextTables:
         """Tables of ``env`` (a text game) for ``tokenizer`` (a ``jaxagents.lm.tokenizer.Tokenizer``);
         ``stop_ids`` (default: the tokenizer's EOS) are not part of a reply's text."""
         table, length = tokenizer.token_bytes()
-        moves = np.asarray(env.action_moves)
-        canonical = []
-        for m in range(env.num_moves):
-            hits = np.flatnonzero(moves == m)
-            if not len(hits):
-                raise ValueError(f"move {m} of {type(env).__name__} has no action string")
-            canonical.append(int(hits[0]))
-        choices = Choices.build(tokenizer, [env.actions[i] for i in canonical])
+        choices, canonical = None, None
+        if not isinstance(env.action_moves, (dict, tuple, list)) and not hasattr(env.action_moves, "replace"):
+            # a game whose moves are codes (not structured, like a negotiation's offers):
+            # its canonical move strings, for constrained replies
+            moves = np.asarray(env.action_moves)
+            canonical = []
+            for m in range(env.num_moves):
+                hits = np.flatnonzero(moves == m)
+                if not len(hits):
+                    raise ValueError(f"move {m} of {type(env).__name__} has no action string")
+                canonical.append(int(hits[0]))
+            choices = Choices.build(tokenizer, [env.actions[i] for i in canonical])
+            canonical = jnp.asarray(canonical, jnp.int32)
         stop = (tokenizer.eos_token_id,) if stop_ids is None and tokenizer.eos_token_id is not None else tuple(stop_ids or ())
         return cls(TokenTable.build(env.piece_table, tokenizer), TokenBytes(jnp.asarray(table), jnp.asarray(length)),
-                   jnp.asarray(tokenizer.byte_token_ids()), choices, jnp.asarray(canonical, jnp.int32), stop)
+                   jnp.asarray(tokenizer.byte_token_ids()), choices, canonical, stop)
 
 
 def _concat(parts: list[tuple[jax.Array, jax.Array]], width: int) -> tuple[jax.Array, jax.Array]:
@@ -154,6 +160,9 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         ``(turns, final_state)``: the ``Turns`` record ``[K, B, ...]`` and the games'
         states after the last turn.
     """
+    if constrained and tables.choices is None:
+        raise ValueError(f"constrained=True needs a game whose moves are codes with canonical strings; "
+                         f"{type(env).__name__}'s replies are free text (constrained=False)")
     n = sampling.max_new_tokens
     width = n + 4 * int(max(tables.tokens.prefix_tokens.shape[1], tables.tokens.suffix_tokens.shape[1],
                             tables.tokens.bracket_tokens.shape[1], 1))
@@ -211,7 +220,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         reply = gen.mask & ~jnp.isin(gen.tokens, stop_ids)
         data, nbytes = text_bytes(gen.tokens, reply, tables.token_bytes)
         if constrained:
-            move = jnp.where(gen.choice >= 0, gen.choice, -1)
+            move = gen.choice  # a move code (always legal)
         else:
             move = jax.vmap(env.parse)(data, nbytes)
         # what later observations echo: the reply's own tokens, bracketed by the game's rule;
