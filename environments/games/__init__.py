@@ -4,6 +4,8 @@
   chicken, matching pennies, coordination), payoffs and horizon in params;
 * ``tic_tac_toe.py`` with ``tic_tac_toe_minimax.py`` (the exact solver, usable in jit)
   and ``tic_tac_toe_exact.py`` (exact outcomes of a policy against minimax);
+* ``connect_four.py``: Connect Four (any board of at least 4 x 4), with a one-ply
+  ``win_block`` scripted player;
 * ``kuhn.py``, ``leduc.py``: OpenSpiel's poker rules, information-state tensors and
   game trees for exact exploitability;
 * ``negotiation.py``: SPIRAL's simple negotiation;

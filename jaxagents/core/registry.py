@@ -117,6 +117,7 @@ def _register_builtin() -> None:
     ]:
         register(game, matrix, game=game, description=text)
     register("tic_tac_toe", f"{g}.tic_tac_toe:TicTacToe", description="Tic-tac-toe, two roles, turn-based")
+    register("connect_four", f"{g}.connect_four:ConnectFour", description="Connect Four (6x7 by default), two roles, turn-based")
     register("kuhn_poker", f"{g}.kuhn:KuhnPoker", description="Kuhn poker (OpenSpiel rules), optionally several hands")
     register("leduc_poker", f"{g}.leduc:LeducPoker", description="Leduc hold'em (OpenSpiel rules)")
     register("overcooked", f"{g}.overcooked:Overcooked", description="Overcooked (Carroll et al. 2019), five classic layouts or ASCII")
