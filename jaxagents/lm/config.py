@@ -3,14 +3,14 @@
 One decoder (``jaxagents.lm.model``) serves every family; what differs between
 families is data, held here:
 
-========  ========  ==========  =========  ========  ===========  ==========
-family    norm      positions   MLP        biases    q/k norm     embeddings
-========  ========  ==========  =========  ========  ===========  ==========
-llama     RMSNorm   RoPE        SwiGLU     optional  no           tied or not
-qwen2     RMSNorm   RoPE        SwiGLU     q, k, v   no           tied or not
-qwen3     RMSNorm   RoPE        SwiGLU     optional  per head     tied or not
-gpt2      LayerNorm learned     GELU(tanh) all       no           tied
-========  ========  ==========  =========  ========  ===========  ==========
+=======  =========  ==========  ==========  ========  ========  ===========
+family   norm       positions   MLP         biases    q/k norm  embeddings
+=======  =========  ==========  ==========  ========  ========  ===========
+llama    RMSNorm    RoPE        SwiGLU      optional  no        tied or not
+qwen2    RMSNorm    RoPE        SwiGLU      q, k, v   no        tied or not
+qwen3    RMSNorm    RoPE        SwiGLU      optional  per head  tied or not
+gpt2     LayerNorm  learned     GELU(tanh)  all       no        tied
+=======  =========  ==========  ==========  ========  ========  ===========
 
 ``ModelConfig`` is a frozen, hashable dataclass: it is a static argument of every
 compiled function (shapes and branches depend on it), never traced.
