@@ -132,7 +132,7 @@ SLOW_IDS = {
     "mf_opinion_network", "mf_crowd_four_rooms",  # Opinion on a graph, 2-D crowd: tests/environments/meanfield
     "macro_central_bank",  # macro under ScriptedRoles: tests/core/test_scripted_roles.py, tests/environments/economy
     "macro", "taxation", "market", "gtb", "econgym", "econgym_task",  # their own jit/vmap rollouts (over params too): tests/environments/economy
-    "text_leduc_poker", "text_negotiation",  # base.TextGame, as text_kuhn_poker; vmapped replays in tests/environments/text
+    "text_leduc_poker", "text_negotiation", "text_connect_four",  # base.TextGame, as text_kuhn_poker; vmapped replays in tests/environments/text
 }
 
 

@@ -3,7 +3,8 @@
 Each module is one TextArena game with exact parity of its text (observations, moves,
 rewards and ends; ``tests/environments/text`` replays games recorded from TextArena
 0.7.4): ``kuhn`` (``text_kuhn_poker``), ``tic_tac_toe`` (``text_tic_tac_toe``), ``leduc``
-(``text_leduc_poker``), ``negotiation`` (``text_negotiation``). The dynamics are our
+(``text_leduc_poker``), ``negotiation`` (``text_negotiation``), ``connect_four``
+(``text_connect_four``). The dynamics are our
 games' (``jaxagents_environments.games``) wherever TextArena plays the same rules
 (Leduc's betting and the five-resource negotiation are TextArena's own); ``base``
 holds what the text games share (TextArena's message log, its two-player rules, the

@@ -83,5 +83,25 @@ SIMPLE_NEGOTIATION = (
     "[Offer: 1 Wheat -> 1 Ore -> 2 Wood]", "[Offer]", "hello", "", "[Deny] I want more",
 )
 
+# Connect Four. TextArena's grammar: re.search of .*\[(?:col\s*)?(\d+)\].* (case-insensitive)
+# after the bracket rule: "." stops at a newline and the leading ".*" is greedy, so the
+# move is the LAST match on the FIRST line that has one ("\s" may cross lines); 0-6 are
+# the columns, a larger number is out of bounds, a full column is invalid too.
+CONNECT_FOUR = (
+    *(f"[col {c}]" for c in range(7)),
+    "[3]", "4", "col 2", "[COL 5]", "[Col 1]", "[col6]", "[col   0]",
+    "[col\t2]", "[col\n4]",               # "\s*" crosses the newline
+    "[col 03]", "[col \u0665]",            # ARABIC-INDIC DIGIT FIVE
+    "I drop it in [col 2].",
+    "[col 1] or rather [col 5]",           # the last match on the line counts: 5
+    "[col 6]\n[col 0]",                    # the first line with a match counts: 6
+    "Let me think.\n[col 3]",
+    "[Player 1] [col 4]",                  # the role tag is removed from the echoed text
+    " [col 1] ",                           # an utterance that ends with whitespace
+    "[col 7]", "[col 9]", "[8]", "[col 10]", "[col 123456]", "[col 00000000000042]",
+    "[col -1]", "[col]", "", "hello", "[column 3]", "[col 3", "col 3]", "[ 3 ]", "[col 3 ]",
+    "[c 3]", "[col x]", "[col 3.5]",
+)
+
 TABLES = {"kuhn_poker": KUHN_POKER, "tic_tac_toe": TIC_TAC_TOE, "leduc_poker": LEDUC_POKER,
-          "simple_negotiation": SIMPLE_NEGOTIATION}
+          "simple_negotiation": SIMPLE_NEGOTIATION, "connect_four": CONNECT_FOUR}

@@ -16,7 +16,7 @@ Python's ``random`` state saved and restored around the trial; a string is legal
 TextArena does not count it as an invalid move. TextArena is the oracle; this script
 re-implements none of its rules.
 
-Games: ``KuhnPoker-v0`` and ``TicTacToe-v0`` through ``textarena.make`` (their default
+Games: ``KuhnPoker-v0``, ``TicTacToe-v0`` and ``ConnectFour-v0`` through ``textarena.make`` (their default
 wrappers: ``LLMObservationWrapper`` and ``ActionFormattingWrapper``). ``LeducHoldem-v0``'s
 registration is commented out in 0.7.4: its class is constructed directly, with the
 commented-out line's arguments (``max_rounds=5``) and the same two wrappers; a fifth as
@@ -32,6 +32,9 @@ replies, ``[reply, [accepts, status, offered, requested]]``.
 Hash seed: TextArena's Leduc prints its legal moves by iterating Python sets, whose
 order depends on the process's string-hash seed; the script re-runs itself with
 ``PYTHONHASHSEED=0`` (and stores the orders it saw), so a recording is reproducible.
+
+Scripted games: ``SCRIPTED`` lists games played from fixed table strings after the
+random ones (Connect Four: two draws, which random play almost never reaches).
 
 Players: with probability ``--p-legal`` a uniformly random legal string, otherwise a
 uniformly random string TextArena would reject; choices come from their own
@@ -77,10 +80,19 @@ GAMES = {
     "leduc_poker": "LeducHoldem-v0",
     "leduc_poker_bank6": "LeducHoldem-v0",  # starting_bank=6: players go bust
     "simple_negotiation": "SimpleNegotiation-v0",
+    "connect_four": "ConnectFour-v0",
 }
 RESOURCES = ("Wheat", "Wood", "Sheep", "Brick", "Ore")
 # keyword arguments beyond the id's, and the action table when not the game's own
 VARIANTS = {"leduc_poker_bank6": ({"starting_bank": 6}, "leduc_poker")}
+# games played from a fixed list of table strings after the random ones (seeds
+# --seed + --games onwards): random play almost never fills a Connect Four board
+# (about 1 game in 400 with legal moves only), so two games end in a draw by script,
+# the second after an invalid reply just before the last disc
+DRAW_COLUMNS = (3, 6, 1, 3, 1, 3, 6, 4, 5, 5, 3, 4, 3, 1, 1, 0, 4, 3, 0, 4, 6, 6, 2, 6, 1, 0, 5, 5, 2, 4, 5, 1, 5, 6, 0,
+                0, 2, 2, 4, 2, 2, 0)
+_DRAW = [f"[col {c}]" for c in DRAW_COLUMNS]
+SCRIPTED = {"connect_four": (_DRAW, _DRAW[:-1] + ["hello", _DRAW[-1]])}
 # LeducHoldem's registrations are commented out in textarena 0.7.4 (its env file is
 # there): the commented-out LeducHoldem-v0 line's class, keyword arguments and wrappers
 UNREGISTERED = {"LeducHoldem-v0": ("textarena.envs.LeducHoldem.env", "LeducHoldemEnv", {"max_rounds": 5})}
@@ -207,8 +219,8 @@ def hidden_deal(env):
     return gs["current_round"], cards
 
 
-def play(game: str, table: tuple, seed: int, p_legal: float) -> dict:
-    """One recorded game."""
+def play(game: str, table: tuple, seed: int, p_legal: float, script=None) -> dict:
+    """One recorded game: random replies, or the table strings ``script`` in order."""
     env = make_env(game)
     env.reset(num_players=2, seed=seed)
     start = hidden_inventory(env)
@@ -234,7 +246,7 @@ def play(game: str, table: tuple, seed: int, p_legal: float) -> dict:
         good = [a for a, ok in enumerate(legal) if ok]
         bad = [a for a, ok in enumerate(legal) if not ok]
         pool = good if (good and (not bad or chooser.random() < p_legal)) else bad
-        action = chooser.choice(pool)
+        action = chooser.choice(pool) if script is None else table.index(script[len(steps)])
         done, _ = env.step(table[action])
         note_deal()
         steps.append([pid, delta, "".join("1" if ok else "0" for ok in legal), action, bool(done)])
@@ -265,7 +277,8 @@ def record(game: str, games: int, seed: int, p_legal: float) -> dict:
         "seed": seed,
         "p_legal": p_legal,
         "actions": list(table),
-        "games": [play(game, table, seed + g, p_legal) for g in range(games)],
+        "games": [play(game, table, seed + g, p_legal) for g in range(games)]
+                 + [play(game, table, seed + games + k, p_legal, script) for k, script in enumerate(SCRIPTED.get(game, ()))],
         # TextArena's Leduc lists its legal moves from Python sets, whose order depends
         # on the hash seed (this script runs with PYTHONHASHSEED=0)
         "hash_seed": os.environ.get("PYTHONHASHSEED"),

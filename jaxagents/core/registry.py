@@ -124,6 +124,7 @@ def _register_builtin() -> None:
     register("hanabi", f"{g}.hanabi:Hanabi", description="Hanabi (HLE rules, canonical observation), 2-5 players")
     register("negotiation", f"{g}.negotiation:Negotiation", description="SPIRAL simple negotiation, discrete offers")
     t = "jaxagents_environments.text"
+    register("text_connect_four", f"{t}.connect_four:TextConnectFour", description="Connect Four as TextArena's ConnectFour-v0 text game (6x7): observations as text pieces, replies from an action-string table")
     register("text_kuhn_poker", f"{t}.kuhn:TextKuhnPoker", description="Kuhn poker as TextArena's KuhnPoker-v0 text game (3 rounds): observations as text pieces, replies from an action-string table")
     register("text_leduc_poker", f"{t}.leduc:TextLeducPoker", description="Leduc hold'em as TextArena's LeducHoldem text game (5 hands, TextArena's betting): observations as text pieces, replies from an action-string table")
     register("text_negotiation", f"{t}.negotiation:TextSimpleNegotiation", description="TextArena's SimpleNegotiation-v0 text game (five resources, free-text offers): observations as text pieces, replies from an action-string table")

@@ -8,7 +8,9 @@ first match of a finite set of literal patterns, optionally case-insensitive wit
 Python's Unicode case folding (the KELVIN SIGN matches ``k``, LATIN SMALL LETTER LONG S
 matches ``s``); ``BracketedNumberGrammar`` is the first match of ``\\[\\s*(\\d+)\\s*\\]``
 with Python's Unicode ``\\s`` and ``\\d`` and the value of ``int`` (exact up to
-999,999,999; larger values saturate at ``NUMBER_CAP``). Each grammar has a host
+999,999,999; larger values saturate at ``NUMBER_CAP``); ``GreedyBracketedNumberGrammar``
+is ``re.search`` of ``.*\\[(?:word\\s*)?(\\d+)\\].*`` (the last match on the first line
+that has one: Connect Four's ``[col 3]``). Each grammar has a host
 ``search(text)`` that runs Python's ``re`` and a jit ``match`` over bytes that the tests
 check against it; ``strip_substrings`` removes role tags from an echoed reply
 (TextArena's ``str.replace`` of each tag, in order).
@@ -32,6 +34,7 @@ __all__ = [
     "strip_substrings",
     "LiteralGrammar",
     "BracketedNumberGrammar",
+    "GreedyBracketedNumberGrammar",
     "NUMBER_CAP",
     "unicode_classes",
     "run_end",
@@ -380,3 +383,65 @@ class BracketedNumberGrammar:
         start = jnp.argmax(ok).astype(jnp.int32)
         # p1 starts the run (after "[" and whitespace, never after a digit)
         return jnp.where(found, values[p1[start]], -1).astype(jnp.int32), jnp.where(found, start, -1)
+
+
+class GreedyBracketedNumberGrammar:
+    """Python's ``re.search`` of ``.*\\[(?:word\\s*)?(\\d+)\\].*`` (``re.IGNORECASE`` by
+    default) and ``int`` of the group's digits.
+
+    What that pattern finds: ``.`` stops at ``"\\n"`` and the leading ``.*`` is greedy,
+    so the match is the *last* candidate on the *first* line that holds one (a
+    candidate: ``[``, optionally ``word`` and whitespace, decimal digits, ``]``; the
+    whitespace after ``word`` may cross lines, the ``[`` is on the line). ``\\s`` and
+    ``\\d`` are Python's Unicode classes, ``word`` is matched with Python's case folding.
+
+    Args:
+        word: the optional word after ``[`` (TextArena's Connect Four: ``"col"``); it
+            may not start with a decimal digit.
+        ignore_case: ``re.IGNORECASE``.
+    """
+
+    def __init__(self, word: str = "col", ignore_case: bool = True):
+        if not word or re.match(r"\d", word):
+            raise ValueError(f"word must be non-empty and not start with a digit, got {word!r}")
+        self.word = word
+        self.regex = re.compile(r".*\[(?:" + re.escape(word) + r"\s*)?(\d+)\].*", re.IGNORECASE if ignore_case else 0)
+        alts = [(_folds(c) if ignore_case else (ord(c),)) for c in word]
+        table = np.full((1, len(alts), max(len(a) for a in alts)), -3, np.int32)
+        for t, a in enumerate(alts):
+            table[0, t, : len(a)] = a
+        self._table, self._lengths = table, np.array([len(alts)], np.int32)
+
+    def search(self, text: str) -> int:
+        """Host side, with Python's ``re``: ``int`` of the match's digits (above
+        999,999,999: ``NUMBER_CAP``, as ``match``), or -1 when nothing matches."""
+        m = self.regex.search(text)
+        if m is None:
+            return -1
+        value = int(m.group(1))
+        return value if value <= 999_999_999 else NUMBER_CAP
+
+    def match(self, data, length) -> tuple[jax.Array, jax.Array]:
+        """Inside ``jit``: ``(value i32[], start byte i32[])`` of the match (the start is
+        its ``[``), -1 and -1 when nothing matches. The value is exact up to
+        999,999,999 and ``NUMBER_CAP`` above."""
+        cp, width = decode_utf8(data, length)
+        size = cp.shape[0] - 1
+        idx = jnp.arange(size + 1, dtype=jnp.int32)
+        is_ws, digit = unicode_classes(cp)
+        values, _ = digit_run_values(digit, width)
+        digits_end = run_end(digit >= 0, width)
+        after = jnp.minimum(idx + 1, size)  # after "[" (one byte)
+        # with the word: word, whitespace, digits, "]" (the regex tries this first)
+        word_ok, word_end = match_sequences(cp, width, self._table, self._lengths)
+        q = run_end(is_ws, width)[word_end[0][after]]
+        with_word = word_ok[0][after] & (digit[q] >= 0) & (cp[digits_end[q]] == ord("]"))
+        bare = (digit[after] >= 0) & (cp[digits_end[after]] == ord("]"))
+        ok = (cp == ord("[")) & (with_word | bare)
+        first = jnp.where(with_word, q, after)  # the digit run's start (never after a digit)
+        line = jnp.cumsum(cp == ord("\n"), dtype=jnp.int32)  # newlines up to each position
+        top = jnp.min(jnp.where(ok, line, size + 1))
+        found = jnp.any(ok)
+        start = jnp.max(jnp.where(ok & (line == top), idx, -1)).astype(jnp.int32)
+        value = values[first[jnp.maximum(start, 0)]]
+        return jnp.where(found, value, -1).astype(jnp.int32), jnp.where(found, start, -1)

@@ -26,6 +26,10 @@ from .conftest import tiny_config
 TOKENIZER = os.path.join(os.path.dirname(__file__), "..", "data", "lm", "qwen2")
 GAMES = 3
 TURNS = 6
+# Connect Four needs more room: the test tokenizer spells "[col 3]" in 7 tokens (the
+# reply budget is 6 elsewhere) and a board in about 90 (prompts of 1024 elsewhere)
+REPLY_TOKENS = {"text_connect_four": 8}
+PROMPT_LEN = {"text_connect_four": 2048}
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,8 +45,8 @@ def setup(env_id: str):
 def episode(env_id: str, reuse_prefix: bool = True, constrained: bool = False, auto_reset: bool = False,
             temperature: float = 0.0):
     tok, env, tables, cfg, params = setup(env_id)
-    run = jax.jit(lambda p, k: play(p, cfg, env, tables, k, GAMES, sampling=Sampling(6, temperature=temperature),
-                                    max_turns=TURNS, prompt_len=1024, constrained=constrained, auto_reset=auto_reset,
+    run = jax.jit(lambda p, k: play(p, cfg, env, tables, k, GAMES, sampling=Sampling(REPLY_TOKENS.get(env_id, 6), temperature=temperature),
+                                    max_turns=TURNS, prompt_len=PROMPT_LEN.get(env_id, 1024), constrained=constrained, auto_reset=auto_reset,
                                     reuse_prefix=reuse_prefix)[0])
     return jax.tree_util.tree_map(np.asarray, run(params, jax.random.PRNGKey(7)))
 
@@ -77,7 +81,8 @@ def _replay_texts(env_id, turns):
 @pytest.mark.parametrize("env_id,constrained", [
     ("text_kuhn_poker", False), ("text_tic_tac_toe", True),
     pytest.param("text_leduc_poker", True, marks=pytest.mark.slow),
-    pytest.param("text_negotiation", False, marks=pytest.mark.slow)])
+    pytest.param("text_negotiation", False, marks=pytest.mark.slow),
+    pytest.param("text_connect_four", True, marks=pytest.mark.slow)])
 def test_every_prompt_is_the_games_observation(env_id, constrained):
     """Free text (mostly invalid replies from a random model: warnings, echoes, losses)
     and constrained moves (whole games)."""

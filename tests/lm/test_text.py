@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxagents.lm.grammar import BracketedNumberGrammar, LiteralGrammar, NUMBER_CAP, decode_utf8, encode_bytes, format_action, format_action_text, strip_substrings
+from jaxagents.lm.grammar import BracketedNumberGrammar, GreedyBracketedNumberGrammar, LiteralGrammar, NUMBER_CAP, decode_utf8, encode_bytes, format_action, format_action_text, strip_substrings
 
 from jaxagents.lm.generate import TokenBytes, text_bytes
 from jaxagents.lm.text import PieceTable, TokenTable, byte_tokens, encode_fn, slot_tokens, token_count, tokenize
@@ -184,3 +184,20 @@ def test_bracketed_number_grammar_values():
     data, n = encode_bytes(list(cases), 32)
     values, _ = jax.jit(jax.vmap(g.match))(data, n)
     assert np.asarray(values).tolist() == list(cases.values()) == [g.search(c) for c in cases]
+
+
+def test_greedy_bracketed_number_grammar_values():
+    """The last candidate on the first line that has one; the word is optional."""
+    g = GreedyBracketedNumberGrammar("col")
+    cases = {"[col 4]": 4, "[4]": 4, "[COL\t\u0664\u0662]": 42, "[col 1] or [col 5]": 5, "[col 6]\n[col 0]": 6,
+             "no\n[2] [col 3]\n[1]": 3, "[col\n4]": 4, "[ 4 ]": -1, "[col 4 ]": -1, "[col]": -1, "[col -1]": -1,
+             "[col 1000000000]": NUMBER_CAP, "[co 4]": -1, "[col 1][2]": 2, "[col 3\ufffd]": -1, "": -1}
+    data, n = encode_bytes(list(cases), 32)
+    values, starts = jax.jit(jax.vmap(g.match))(data, n)
+    assert np.asarray(values).tolist() == list(cases.values()) == [g.search(c) for c in cases]
+    assert np.asarray(starts)[:6].tolist() == [0, 0, 0, 11, 0, 7]
+    strict = GreedyBracketedNumberGrammar("row", ignore_case=False)
+    data, n = encode_bytes(["[ROW 3]", "[row 3] [ROW 4]", "[row 3]"], 32)
+    assert np.asarray(jax.jit(jax.vmap(strict.match))(data, n)[0]).tolist() == [-1, 3, 3]
+    with pytest.raises(ValueError):
+        GreedyBracketedNumberGrammar("")
