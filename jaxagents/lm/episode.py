@@ -11,8 +11,10 @@ runs over games, turns or tokens.
 Prefix caching: each seat of each game keeps the KV cache of its last prompt and reply,
 with their tokens. A seat's next prompt begins with its previous one (TextArena's
 observations only grow), so only the tokens after the longest common prefix are read
-again -- a turn reads the few new messages, not the whole history. The cached keys of a
-prefix depend only on its tokens and positions, so this changes no result (tested).
+again -- a turn reads the few new messages, not the whole history. Every seat's cache
+starts with the first prompt of that seat in game 0, read once: the system prompt that
+all games share is not read again for each game. The cached keys of a prefix depend only
+on its tokens and positions, so this changes no result (tested).
 
 A text game is any environment with the text capability (``jaxagents_environments.text``
 documents it): ``piece_table``, ``capacity``, ``num_moves``, ``actions`` and
@@ -40,7 +42,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.lm.config import ModelConfig
-from jaxagents.lm.generate import Choices, Sampling, TokenBytes, generate, text_bytes
+from jaxagents.lm.generate import Choices, Sampling, TokenBytes, generate, prefill, text_bytes
 from jaxagents.lm.model import KVCache, init_cache
 from jaxagents.lm.text import TokenTable, slot_tokens, tokenize
 
@@ -188,6 +190,13 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         overflow = body_len + len(prompt.prefix) + len(prompt.suffix) > prompt_len
         ids, length = _concat([(pre, len(prompt.prefix)), (body, body_len), (suf, len(prompt.suffix))], prompt_len)
         return ids, length, overflow | (body_len >= prompt_len)
+
+    if reuse_prefix:  # every seat starts from game 0's first prompt of that seat, read once
+        first, first_len, _ = jax.vmap(lambda s: prompt_of(obs[0], s, utt[0], utt_len[0]))(jnp.arange(2))
+        _, warm = prefill(params, cfg, first, first_len, init_cache(cfg, 2, prompt_len + n, dtype))
+        seats = KVCache(jnp.tile(warm.k, (1, num_games, 1, 1, 1)), jnp.tile(warm.v, (1, num_games, 1, 1, 1)),
+                        jnp.tile(warm.length, num_games))
+        seat_tokens = jnp.tile(jnp.pad(first, ((0, 0), (0, size - prompt_len))), (num_games, 1))
 
     def turn(carry, k):
         state, obs, player, done, utt, utt_len, seats, seat_tokens = carry

@@ -177,9 +177,11 @@ def _stop_string_hit(tail, new, new_len, stops):
     return hit, jnp.take_along_axis(window, start, axis=1)
 
 
-def _prefill(params, cfg, prompt, prompt_length, cache, chunk):
-    """The prompts read ``chunk`` tokens at a time, up to the longest: ``(logits at each
-    row's last prompt token f32[B, V], cache)``."""
+def prefill(params: dict, cfg: ModelConfig, prompt: jax.Array, prompt_length: jax.Array, cache: KVCache,
+            chunk: int = 128) -> tuple[jax.Array, KVCache]:
+    """Read prompts into a cache ``chunk`` tokens at a time, up to the longest (a
+    ``while_loop``): ``(logits at each row's last prompt token f32[B, V], cache)``.
+    ``prompt`` ``i32[B, T]`` left-aligned with ``prompt_length`` ``i32[B]`` valid."""
     bsz, t = prompt.shape
     padded = jnp.pad(prompt, ((0, 0), (0, -t % chunk)))
 
@@ -250,7 +252,7 @@ def generate(params: dict, cfg: ModelConfig, prompt: jax.Array, prompt_length: j
     if prefill_chunk is None or prefill_chunk >= t:
         logits, cache = forward(params, cfg, prompt, cache, prompt_length, last_only=True)
     else:
-        logits, cache = _prefill(params, cfg, prompt, prompt_length, cache, int(prefill_chunk))
+        logits, cache = prefill(params, cfg, prompt, prompt_length, cache, int(prefill_chunk))
 
     def body(carry):
         j, cache, logits, key, done, out, tail, alive, choice = carry
