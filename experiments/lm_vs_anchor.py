@@ -48,14 +48,14 @@ def main() -> None:
     g = sub.add_parser("generate")
     g.add_argument("--batch", type=int, nargs="+", default=[1, 64, 1024])
     g.add_argument("--prompt-len", type=int, default=64)
-    args = parser.parse_args()
+    from jaxagents.outputs import check_outputs
+
+    args = check_outputs(parser.parse_args())
 
     from jaxagents.bench import lm
     from jaxagents.bench.protocol import machine_info
-    from jaxagents.outputs import check_writable
     from jaxagents.tracking import atomic_write
 
-    check_writable("--out", args.out)
     if os.path.exists(args.out):
         raise SystemExit(f"--out {args.out} exists; choose a new file")
     rows = []

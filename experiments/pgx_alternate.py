@@ -75,13 +75,16 @@ def main():
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--json", help="write every run's times here")
-    args = p.parse_args()
+    from jaxagents.outputs import check_outputs
+
+    args = check_outputs(p.parse_args())
     print(f"{args.ours_id} against pgx {args.pgx_id}; {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {_load()}")
     out = alternate(args.ours_id, args.pgx_id, args.num_envs, args.steps, args.rounds)
     print(f"end {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {_load()}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({str(k): v for k, v in out.items()}, f)
+        from jaxagents.tracking import atomic_write
+
+        atomic_write(args.json, json.dumps({str(k): v for k, v in out.items()}))
 
 
 if __name__ == "__main__":
