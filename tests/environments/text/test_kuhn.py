@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxagents
 from jaxagents.lm.grammar import encode_bytes, format_action_text
 from jaxagents.lm.text import TokenTable
 from jaxagents_environments.text.base import echo_text
@@ -31,19 +30,7 @@ TEXTARENA_REGEX = re.compile(r"\[(Check|Bet|Fold|Call)\]", re.IGNORECASE)  # Kuh
 STEPS = 40
 
 
-@pytest.fixture(scope="module")
-def env():
-    return jaxagents.make("text_kuhn_poker")
-
-
-@pytest.fixture(scope="module")
-def data():
-    return parity.load("kuhn_poker")
-
-
-@pytest.fixture(scope="module")
-def replayed(env, data):
-    return parity.replay(env, data, parity.make_replayer(env, STEPS, with_deals=True), STEPS)
+env, data, replayed, tokenizers = parity.game_fixtures("text_kuhn_poker", "kuhn_poker", STEPS, with_deals=True, tokenizer_games=200)
 
 
 def test_recording_is_of_this_table_and_version(env, data):
@@ -92,11 +79,6 @@ def test_grammar_is_textarenas(env):
     echoed, echo_len, _, _ = jax.jit(jax.vmap(env.echo))(data, lengths)
     for t, e, n in zip(texts, np.asarray(echoed), np.asarray(echo_len)):
         assert bytes(e[:n]).decode() == echo_text(t), t
-
-
-@pytest.fixture(scope="module")
-def tokenizers(replayed):
-    return parity.train_tokenizers([t for game in replayed.texts[:200] for t in game])
 
 
 # one tokenizer kind each in the default suite (the other under -m slow)

@@ -17,7 +17,6 @@ import jax
 import numpy as np
 import pytest
 
-import jaxagents
 from jaxagents.lm.grammar import encode_bytes, format_action_text
 from jaxagents_environments.text.base import echo_text
 from jaxagents_environments.text.leduc import MOVES, NOT_A_MOVE, SET_ORDERS, TextLeducPoker
@@ -31,19 +30,7 @@ TEXTARENA_REGEX = re.compile(r"\[(check|call|bet|raise|fold)]", re.IGNORECASE)  
 STEPS = 48
 
 
-@pytest.fixture(scope="module")
-def env():
-    return jaxagents.make("text_leduc_poker")
-
-
-@pytest.fixture(scope="module")
-def data():
-    return parity.load("leduc_poker")
-
-
-@pytest.fixture(scope="module")
-def replayed(env, data):
-    return parity.replay(env, data, parity.make_replayer(env, STEPS, with_deals=True), STEPS)
+env, data, replayed, tokenizers = parity.game_fixtures("text_leduc_poker", "leduc_poker", STEPS, with_deals=True, tokenizer_games=100)
 
 
 def test_recording_is_of_this_table_and_version(env, data):
@@ -109,11 +96,6 @@ def test_set_orders_are_checked():
         TextLeducPoker(set_orders=(("bet", "check"), ("fold", "call"), ("fold", "call")))
     env = TextLeducPoker(set_orders=(("check", "bet"), ("call", "raise", "fold"), ("call", "fold")))
     assert " Valid actions: '[check]', '[bet]'" in env.piece_table.pieces
-
-
-@pytest.fixture(scope="module")
-def tokenizers(replayed):
-    return parity.train_tokenizers([t for game in replayed.texts[:100] for t in game])
 
 
 # one tokenizer kind each in the default suite (the other under -m slow)

@@ -15,7 +15,6 @@ import jax
 import numpy as np
 import pytest
 
-import jaxagents
 from jaxagents.lm.grammar import NUMBER_CAP, encode_bytes, format_action_text
 from jaxagents_environments.text.base import echo_text
 
@@ -28,19 +27,7 @@ TEXTARENA_REGEX = re.compile(r"\[\s*(\d+)\s*\]")  # TicTacToe's, 0.7.4
 STEPS = 40
 
 
-@pytest.fixture(scope="module")
-def env():
-    return jaxagents.make("text_tic_tac_toe")
-
-
-@pytest.fixture(scope="module")
-def data():
-    return parity.load("tic_tac_toe")
-
-
-@pytest.fixture(scope="module")
-def replayed(env, data):
-    return parity.replay(env, data, parity.make_replayer(env, STEPS, with_deals=False), STEPS)
+env, data, replayed, tokenizers = parity.game_fixtures("text_tic_tac_toe", "tic_tac_toe", STEPS, with_deals=False, tokenizer_games=150)
 
 
 def test_recording_is_of_this_table_and_version(env, data):
@@ -82,11 +69,6 @@ def test_grammar_is_textarenas(env):
     echoed, echo_len, _, _ = jax.jit(jax.vmap(env.echo))(data, lengths)
     for t, e, n in zip(texts, np.asarray(echoed), np.asarray(echo_len)):
         assert bytes(e[:n]).decode() == echo_text(t), t
-
-
-@pytest.fixture(scope="module")
-def tokenizers(replayed):
-    return parity.train_tokenizers([t for game in replayed.texts[:150] for t in game])
 
 
 def _excused(env, kind):

@@ -257,3 +257,32 @@ def uses(env, actions: set[int]):
         tail = o[env.capacity:]
         return bool(set(tail[tail >= 0].tolist()) & actions)
     return check
+
+
+def game_fixtures(env_id: str, recording: str, steps: int, with_deals: bool, tokenizer_games: int):
+    """The module-scoped fixtures every text-game test module starts from, as
+    ``(env, data, replayed, tokenizers)``: the registered environment, its recording, the
+    recording replayed through it (``steps`` steps per game; ``with_deals``: the poker
+    deals recorded from Python's ``random``), and tokenizers trained on the texts of the
+    first ``tokenizer_games`` games. Bind them to those names in the test module."""
+    import pytest
+
+    import jaxagents
+
+    @pytest.fixture(scope="module")
+    def env():
+        return jaxagents.make(env_id)
+
+    @pytest.fixture(scope="module")
+    def data():
+        return load(recording)
+
+    @pytest.fixture(scope="module")
+    def replayed(env, data):
+        return replay(env, data, make_replayer(env, steps, with_deals=with_deals), steps)
+
+    @pytest.fixture(scope="module")
+    def tokenizers(replayed):
+        return train_tokenizers([t for game in replayed.texts[:tokenizer_games] for t in game])
+
+    return env, data, replayed, tokenizers
