@@ -59,6 +59,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents_environments.games.placement import end_of_move
 
 ROLES = ("first", "second")
 IN_A_ROW = 4
@@ -174,13 +175,7 @@ class ConnectFour(Env):
         board = jnp.where(place & cell, mark, state.board)
         won = has_four(board == mark)
         full = jnp.all(board[0] != 0)
-        illegal = playing & ~legal
-        # +1 for the mover on a win, -1 on an illegal move, zero-sum for the other player.
-        mover_reward = jnp.where(illegal, -1.0, jnp.where(place & won, 1.0, 0.0))
-        sign = jnp.where(state.player == 0, 1.0, -1.0)
-        reward = jnp.stack([mover_reward * sign, -mover_reward * sign]).astype(jnp.float32)
-        done = state.done | illegal | (place & (won | full))
-        player = jnp.where(place & ~done, 1 - state.player, state.player)
+        reward, done, player, illegal = end_of_move(state.done, state.player, legal, place & won, full)
         new = ConnectFourState(board=board, player=player, done=done)
         return new, self._timestep(new, reward, illegal)
 

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
+from jaxagents_environments.games.placement import end_of_move
 
 LINES = jnp.array(
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]], jnp.int32
@@ -91,13 +92,7 @@ class TicTacToe(Env):
         board = jnp.where(place, state.board.at[cell].set(state.player + 1), state.board)
         won = winner_mark(board) == state.player + 1
         full = jnp.all(board != 0)
-        illegal = playing & ~legal
-        # +1 for the mover on a win, -1 on an illegal move, zero-sum for the other player.
-        mover_reward = jnp.where(illegal, -1.0, jnp.where(place & won, 1.0, 0.0))
-        sign = jnp.where(state.player == 0, 1.0, -1.0)
-        reward = jnp.stack([mover_reward * sign, -mover_reward * sign]).astype(jnp.float32)
-        done = state.done | illegal | (place & (won | full))
-        player = jnp.where(place & ~done, 1 - state.player, state.player)
+        reward, done, player, illegal = end_of_move(state.done, state.player, legal, place & won, full)
         new = TicTacToeState(board=board, player=player, done=done)
         return new, self._timestep(new, reward, illegal)
 
