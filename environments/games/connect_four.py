@@ -59,7 +59,7 @@ import numpy as np
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
-from jaxagents_environments.games.placement import end_of_move
+from jaxagents_environments.games.placement import end_of_move, timestep
 
 ROLES = ("first", "second")
 IN_A_ROW = 4
@@ -144,16 +144,7 @@ class ConnectFour(Env):
     def _timestep(self, state, reward, illegal):
         board = state.board
         discs = jnp.stack([board == 1, board == 2], -1).astype(jnp.float32)
-        legal = (board[0] == 0) | state.done
-        is_first = state.player == 0
-        return self.make_timestep(
-            obs={"first": discs[None], "second": discs[..., ::-1][None]},
-            reward={"first": reward[0:1], "second": reward[1:2]},
-            terminated=state.done,
-            action_mask={"first": legal[None], "second": legal[None]},
-            active={"first": (is_first & ~state.done)[None], "second": (~is_first & ~state.done)[None]},
-            info={"illegal_action": illegal},
-        )
+        return timestep(self, state, discs, board[0] == 0, reward, illegal)
 
     def reset_env(self, key, params):
         state = ConnectFourState(

@@ -1,6 +1,6 @@
-"""The end of a move in a two-player placement game (tic-tac-toe, Connect Four), shared
-by those games: the rules of who is paid and who moves next are the same, only the
-board and its lines differ."""
+"""What two-player placement games (tic-tac-toe, Connect Four) share: the end of a move
+(who is paid, who moves next) and the time step built from the board; only the board
+and its lines differ."""
 
 from __future__ import annotations
 
@@ -27,3 +27,19 @@ def end_of_move(done, player, legal, won, full):
     reward = jnp.stack([mover_reward * sign, -mover_reward * sign]).astype(jnp.float32)
     new_done = done | illegal | (place & (won | full))
     return reward, new_done, jnp.where(place & ~new_done, 1 - player, player), illegal
+
+
+def timestep(env, state, planes, legal, reward, illegal):
+    """The time step of roles ``first`` and ``second`` from ``planes`` ``f32[..., 2]`` (the
+    first player's marks, then the second's: each role sees its own first) and ``legal``
+    ``bool[A]`` (all True once the game is over); only the mover is active."""
+    legal = legal | state.done
+    is_first = state.player == 0
+    return env.make_timestep(
+        obs={"first": planes[None], "second": planes[..., ::-1][None]},
+        reward={"first": reward[0:1], "second": reward[1:2]},
+        terminated=state.done,
+        action_mask={"first": legal[None], "second": legal[None]},
+        active={"first": (is_first & ~state.done)[None], "second": (~is_first & ~state.done)[None]},
+        info={"illegal_action": illegal},
+    )

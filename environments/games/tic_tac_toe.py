@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxagents.core import Box, Discrete, Env, Role
-from jaxagents_environments.games.placement import end_of_move
+from jaxagents_environments.games.placement import end_of_move, timestep
 
 LINES = jnp.array(
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]], jnp.int32
@@ -67,16 +67,7 @@ class TicTacToe(Env):
     def _timestep(self, state, reward, illegal):
         board = state.board
         marks = jnp.stack([board == 1, board == 2], -1).astype(jnp.float32).reshape(3, 3, 2)
-        legal = (board == 0) | state.done
-        is_first = state.player == 0
-        return self.make_timestep(
-            obs={"first": marks[None], "second": marks[..., ::-1][None]},
-            reward={"first": reward[0:1], "second": reward[1:2]},
-            terminated=state.done,
-            action_mask={"first": legal[None], "second": legal[None]},
-            active={"first": (is_first & ~state.done)[None], "second": (~is_first & ~state.done)[None]},
-            info={"illegal_action": illegal},
-        )
+        return timestep(self, state, marks, board == 0, reward, illegal)
 
     def reset_env(self, key, params):
         state = TicTacToeState(board=jnp.zeros(9, jnp.int32), player=jnp.zeros((), jnp.int32), done=jnp.zeros((), bool))
