@@ -14,12 +14,12 @@ throughput figure needs) or by a checkpoint folder.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 
+from jaxagents.bench.protocol import time_program
 from jaxagents.lm.config import ModelConfig
 from jaxagents.lm.generate import Sampling, generate
 from jaxagents.lm.model import init_params
@@ -79,20 +79,6 @@ class LMBenchRow:
                    game_steps_per_s=self.game_steps / self.best_s,
                    game_steps_per_s_median=self.game_steps / self.median_s)
         return out
-
-
-def time_program(run: Callable, args: tuple, repeats: int) -> tuple[float, list[float], object]:
-    """AOT-compile ``run``, warm up once, time ``repeats`` runs: ``(compile_s, times, output)``."""
-    t0 = time.perf_counter()
-    compiled = jax.jit(run).lower(*args).compile()
-    compile_s = time.perf_counter() - t0
-    out = jax.block_until_ready(compiled(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - t0)
-    return compile_s, times, out
 
 
 def benchmark_generation(model: str = "tiny", batch_sizes=(1, 64, 1024), prompt_len: int = 64, new_tokens: int = 32,

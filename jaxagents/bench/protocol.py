@@ -151,22 +151,25 @@ def _scan_rollout(sample: Callable, step: Callable, steps: int, emit: bool = Fal
     return run
 
 
-def _measure(run: Callable, args: tuple, repeats: int) -> tuple[float, list[float], int]:
-    """AOT-compile ``run``, warm up once, time ``repeats`` runs.
-
-    Returns ``(compile_s, times_s, episodes_per_run)``.
-    """
+def time_program(run: Callable, args: tuple, repeats: int) -> tuple[float, list[float], object]:
+    """AOT-compile ``run``, run it once to warm up, time ``repeats`` runs (each ended by
+    ``block_until_ready``): ``(compile_s, times_s, output of the last run)``."""
     t0 = time.perf_counter()
     compiled = jax.jit(run).lower(*args).compile()
     compile_s = time.perf_counter() - t0
     out = jax.block_until_ready(compiled(*args))  # warm-up: first-run allocations, caches
-    episodes = int(out[-1])
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
+        out = jax.block_until_ready(compiled(*args))
         times.append(time.perf_counter() - t0)
-    return compile_s, times, episodes
+    return compile_s, times, out
+
+
+def _measure(run: Callable, args: tuple, repeats: int) -> tuple[float, list[float], int]:
+    """``time_program`` of an environment rollout: ``(compile_s, times_s, episodes_per_run)``."""
+    compile_s, times, out = time_program(run, args, repeats)
+    return compile_s, times, int(out[-1])
 
 
 def _measure_sizes(program: Callable[[int], tuple], sizes, steps: int, repeats: int,
