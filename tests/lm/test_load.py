@@ -168,7 +168,7 @@ import sys, jax, jax.numpy as jnp, numpy as np
 from jaxagents.lm.load import load_params
 from jaxagents.lm.model import logits_of
 from jaxagents.lm.generate import generate, Sampling
-from jaxagents.lm.sharding import placer
+from jaxagents.lm.sharding import placer, shard_params
 from jaxagents.population.mesh import make_mesh
 folder = sys.argv[1]
 mesh = make_mesh(pop=1, data=4)
@@ -182,6 +182,10 @@ logits = jax.jit(logits_of, static_argnums=1)(params, cfg, ids)
 np.testing.assert_allclose(np.asarray(logits), ref["logits"], atol=1e-4)
 out = generate(params, cfg, ids, jnp.full(ids.shape[0], ids.shape[1]), jax.random.PRNGKey(0), Sampling(32, temperature=0.0))
 np.testing.assert_array_equal(np.asarray(out.tokens), ref["greedy_ids"])
+# weights already in memory, placed afterwards: the same shards and outputs
+again = shard_params(jax.device_get(params), mesh)
+assert again["embed"].sharding == embed.sharding
+np.testing.assert_allclose(np.asarray(jax.jit(logits_of, static_argnums=1)(again, cfg, ids)), ref["logits"], atol=1e-4)
 print("ok")
 """
 
