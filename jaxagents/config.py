@@ -47,6 +47,7 @@ LEARNER_MODULES = {
     "iql": ("jaxagents.learners.value_based.qlearn", "QConfig", {"mixer": "none"}),
     "vdn": ("jaxagents.learners.value_based.qlearn", "QConfig", {"mixer": "vdn"}),
     "qmix": ("jaxagents.learners.value_based.qlearn", "QConfig", {"mixer": "qmix"}),
+    "lm_selfplay": ("jaxagents.learners.language.selfplay", "LanguageSelfPlayConfig", {}),
 }
 LEARNERS = tuple(LEARNER_MODULES)
 OPTIONAL_KEYS = ("name", "description")

@@ -82,6 +82,9 @@ class Turns:
             ``invalid``: ``bool`` it was not a valid move.
         reward: ``f32[2]`` the step's rewards by seat; ``done``: ``bool`` the game ended.
         overflow: ``bool`` the prompt was longer than ``L`` tokens and was cut.
+        allowed: ``bool[M]`` the moves legal at the turn (constrained replies: the
+            choices the reply was drawn among; ``[0]`` for free replies), so that a
+            learner can score the reply under the distribution it was drawn from.
     """
 
     active: jax.Array
@@ -96,6 +99,7 @@ class Turns:
     reward: jax.Array
     done: jax.Array
     overflow: jax.Array
+    allowed: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +153,8 @@ def _concat(parts: list[tuple[jax.Array, jax.Array]], width: int) -> tuple[jax.A
 
 def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array, num_games: int, *,
          sampling: Sampling, max_turns: int, prompt_len: int, prompt: Prompt = Prompt(), constrained: bool = False,
-         auto_reset: bool = False, reuse_prefix: bool = True, env_params=None) -> tuple[Turns, Any]:
+         auto_reset: bool = False, reuse_prefix: bool = True, env_params=None,
+         deal_groups: int = 1) -> tuple[Turns, Any]:
     """Play ``num_games`` games of ``env`` to the end (or ``max_turns`` turns), the model
     in every seat (jit-able with ``cfg``, ``env``, ``sampling`` and the sizes static).
 
@@ -157,6 +162,9 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
     game plays every one of the ``K`` turns and ``Turns`` is a stream of episodes
     (``done`` marks each one's last turn), as a fixed-length rollout of a learner is.
     ``reuse_prefix=False`` reads every prompt whole (the check of prefix caching).
+    ``deal_groups=G``: games ``b`` and ``b'`` with ``b // G == b' // G`` are dealt from
+    the same key (the same cards, the same first player): GRPO's groups of ``G``
+    games from one deal (``num_games`` must be a multiple of ``G``; first deals only).
 
     Returns:
         ``(turns, final_state)``: the ``Turns`` record ``[K, B, ...]`` and the games'
@@ -178,8 +186,11 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
     stop_ids = jnp.asarray(tables.stop_ids or (-1,), jnp.int32)
     env_params = env.default_params() if env_params is None else env_params
 
+    if not isinstance(deal_groups, int) or deal_groups < 1 or num_games % deal_groups:
+        raise ValueError(f"deal_groups must be a positive integer dividing num_games={num_games}, got {deal_groups!r}")
     key, reset_key = jax.random.split(key)
-    state, ts = jax.vmap(lambda k: env.reset(k, env_params))(jax.random.split(reset_key, num_games))
+    deal_keys = jnp.repeat(jax.random.split(reset_key, num_games // deal_groups), deal_groups, axis=0)
+    state, ts = jax.vmap(lambda k: env.reset(k, env_params))(deal_keys)
     obs = jnp.stack([ts.obs[r][:, 0] for r in env.roles], axis=1)  # [B, 2, P + U]
     utt = jnp.zeros((num_games, num_slots, num_variants, width), jnp.int32)
     utt_len = jnp.zeros((num_games, num_slots, num_variants), jnp.int32)
@@ -218,6 +229,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
             gen = generate(params, cfg, rest, length - common, k_gen, sampling, choices=tables.choices, allowed=legal,
                            cache=cache)
         else:
+            legal = jnp.zeros((num_games, 0), bool)
             gen = generate(params, cfg, rest, length - common, k_gen, sampling, cache=cache)
         seats = KVCache(seats.k.at[:, row].set(gen.cache.k), seats.v.at[:, row].set(gen.cache.v),
                         seats.length.at[row].set(gen.cache.length))
@@ -262,7 +274,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         record = Turns(active=live, player=seat, prompt=ids, prompt_length=length, tokens=gen.tokens,
                        logprobs=gen.logprobs, mask=gen.mask & live[:, None], move=move,
                        invalid=ts.info["invalid_move"] & live, reward=reward * live[:, None], done=new_done,
-                       overflow=overflow & live)
+                       overflow=overflow & live, allowed=legal & live[:, None])
         keep = lambda new, old: jnp.where(live.reshape(live.shape + (1,) * (new.ndim - 1)), new, old)
         state = jax.tree_util.tree_map(keep, new_state, state)
         obs = keep(new_obs, obs)

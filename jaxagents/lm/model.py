@@ -246,6 +246,28 @@ def logits_of(params: dict, cfg: ModelConfig, tokens: jax.Array) -> jax.Array:
     return forward(params, cfg, tokens, cache)[0]
 
 
+def logits_at(params: dict, cfg: ModelConfig, tokens: jax.Array, positions: jax.Array) -> jax.Array:
+    """``f32[B, P, V]``: the logits at ``positions i32[B, P]`` of whole sequences
+    ``tokens i32[B, T]`` (each position's logits predict the token after it), as a
+    training step needs them: differentiable (no ``while_loop``: the sequences attend
+    to themselves only, through a one-slot cache that is never read), and the output
+    head runs only at the positions asked for (``P << T``: a reply after a long prompt).
+    Padding after a sequence's end changes nothing before it (attention is causal)."""
+    bsz, t = tokens.shape
+    cache = init_cache(cfg, bsz, 1, params["embed"].dtype)  # size 1: one block, fully hidden (filled = 0)
+    slots = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32)[None, :], (bsz, t))
+    x = params["embed"][tokens]
+    if cfg.family == "gpt2":
+        x = x + params["pos_embed"][jnp.clip(slots, 0, cfg.max_position - 1)]
+    inv_freq = jnp.asarray(cfg.rope_inv_freq())
+    layer = functools.partial(_layer, cfg, inv_freq, slots, cache)
+    x, _ = jax.lax.scan(layer, x.astype(params["embed"].dtype), (params["layers"], jnp.arange(cfg.num_layers)))
+    x = jnp.take_along_axis(x, jnp.clip(positions, 0, t - 1)[:, :, None], axis=1)
+    x = _norm(cfg, params["final_norm"], x)
+    head = params["embed"].T if cfg.tie_embeddings else params["lm_head"]["kernel"]
+    return jnp.einsum("bpd,dv->bpv", x, head, preferred_element_type=jnp.float32)
+
+
 # ---------------------------------------------------------------------- new weights
 def init_params(cfg: ModelConfig, key: jax.Array, dtype=jnp.float32, scale: float = 0.02) -> dict:
     """Random weights in the layout above (normal(0, ``scale``) matrices, unit norms,

@@ -83,6 +83,25 @@ class Tokenizer:
                 config["chat_template"] = f.read()
         return cls(Backend.from_file(file), config)
 
+    @classmethod
+    def train(cls, texts: Sequence[str], vocab_size: int, eos_token: str = "<|endoftext|>") -> "Tokenizer":
+        """A byte-level BPE (GPT-2's pre-tokenizer and byte alphabet) trained on ``texts``
+        with ``vocab_size`` ids, ``eos_token`` its one special token: the small tokenizer
+        of a model trained from scratch on the games' own text. Deterministic: the same
+        texts give the same tokenizer, so a resumed run rebuilds it exactly."""
+        from tokenizers import Tokenizer as Backend
+        from tokenizers import decoders, models, pre_tokenizers, trainers
+
+        if not isinstance(vocab_size, int) or vocab_size < 257:
+            raise ValueError(f"vocab_size must be an integer >= 257 (256 bytes + {eos_token}), got {vocab_size!r}")
+        backend = Backend(models.BPE())
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[eos_token], show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        backend.train_from_iterator(list(texts), trainer)
+        return cls(backend, {"eos_token": eos_token})
+
     # ------------------------------------------------------------------ text <-> ids
     def token_to_id(self, token: str | None) -> int | None:
         """The id of a token's text (None for None or an unknown token)."""
