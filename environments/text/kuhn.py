@@ -232,3 +232,11 @@ class TextKuhnPoker(TextGame):
 
     def _extra_info(self, state):
         return {"chips": state.extra.chips, "round": state.game.hand + 1}
+
+    def exact_game(self):
+        """Exact evaluation of a language policy (capability; ``jaxagents.lm.evaluate``):
+        Kuhn poker's information states as prompts of this game's first round
+        (``jaxagents_environments.text.exact.kuhn_exact_game``)."""
+        from jaxagents_environments.text.exact import kuhn_exact_game
+
+        return kuhn_exact_game(self)

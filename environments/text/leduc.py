@@ -287,3 +287,11 @@ class TextLeducPoker(TextGame):
 
     def _extra_info(self, state):
         return {"banks": state.extra.banks, "hand": state.extra.hand + 1}
+
+    def exact_game(self):
+        """Exact evaluation of a language policy (capability; ``jaxagents.lm.evaluate``):
+        the information states of this game's first hand, scored in chips
+        (``jaxagents_environments.text.exact.leduc_exact_game``)."""
+        from jaxagents_environments.text.exact import leduc_exact_game
+
+        return leduc_exact_game(self)

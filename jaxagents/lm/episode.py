@@ -137,6 +137,33 @@ class TextTables:
                    jnp.asarray(tokenizer.byte_token_ids()), choices, canonical, stop)
 
 
+@dataclasses.dataclass(frozen=True)
+class Opponent:
+    """A scripted player for ``play``'s ``opponent``: in the seat it plays, its move
+    replaces the model's reply, and later observations echo its action string.
+
+    Attributes:
+        policy: ``(key, state) -> i32[]`` the index into ``env.actions`` of the move to
+            play in one game's state (jit-able; ``play`` vmaps it over games).
+        tokens: ``i32[A, W]`` each action string's tokens; ``length``: ``i32[A]``.
+
+    Build with ``Opponent.build(env, tokenizer, policy)``.
+    """
+
+    policy: Any
+    tokens: Any
+    length: Any
+
+    @classmethod
+    def build(cls, env, tokenizer, policy) -> "Opponent":
+        """``policy`` with the tokens of ``env.actions`` under ``tokenizer``."""
+        seqs = [tokenizer.encode(a) for a in env.actions]
+        ids = np.zeros((len(seqs), max(1, max(len(q) for q in seqs))), np.int32)
+        for i, q in enumerate(seqs):
+            ids[i, : len(q)] = q
+        return cls(policy, jnp.asarray(ids), jnp.asarray([len(q) for q in seqs], jnp.int32))
+
+
 def _concat(parts: list[tuple[jax.Array, jax.Array]], width: int) -> tuple[jax.Array, jax.Array]:
     """Concatenate ``(tokens i32[W_i], length)`` pieces into ``i32[width]`` (cut), inside ``jit``."""
     lens = jnp.stack([jnp.asarray(n, jnp.int32) for _, n in parts])
@@ -151,10 +178,57 @@ def _concat(parts: list[tuple[jax.Array, jax.Array]], width: int) -> tuple[jax.A
     return jnp.where(k < ends[-1], out, 0), jnp.minimum(ends[-1], width)
 
 
+def slot_width(tables: TextTables, max_new_tokens: int) -> int:
+    """The width of an utterance slot's tokens for replies of ``max_new_tokens`` tokens
+    (the reply plus room for the brackets and the slot's separators)."""
+    return max_new_tokens + 4 * int(max(tables.tokens.prefix_tokens.shape[1], tables.tokens.suffix_tokens.shape[1],
+                                        tables.tokens.bracket_tokens.shape[1], 1))
+
+
+def prompt_tokens(env, tables: TextTables, prompt: Prompt, pieces: jax.Array, utt: jax.Array, utt_len: jax.Array,
+                  prompt_len: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One prompt, inside ``jit``: ``prompt.prefix + observation + prompt.suffix`` as
+    ``(ids i32[prompt_len], length i32[], overflow bool[])`` from an observation's piece
+    ids ``pieces i32[P]`` and the utterance slots' tokens ``utt i32[U, V, W]``,
+    ``utt_len i32[U, V]`` (``echo_slots``); ``overflow``: the prompt was cut."""
+    pre = jnp.asarray(prompt.prefix or (0,), jnp.int32)
+    suf = jnp.asarray(prompt.suffix or (0,), jnp.int32)
+    body, body_len = tokenize(pieces[: env.capacity], utt, utt_len, tables.tokens, max_len=prompt_len)
+    overflow = body_len + len(prompt.prefix) + len(prompt.suffix) > prompt_len
+    ids, length = _concat([(pre, len(prompt.prefix)), (body, body_len), (suf, len(prompt.suffix))], prompt_len)
+    return ids, length, overflow | (body_len >= prompt_len)
+
+
+def echo_slots(env, tables: TextTables, tokens: jax.Array, mask: jax.Array, width: int):
+    """What later observations echo of replies, inside ``jit``: the slot tokens
+    ``(i32[B, V, width], i32[B, V])`` of replies ``tokens i32[B, N]`` (``mask bool[B, N]``
+    the generated ones), with the bytes ``(u8[B, ...], i32[B])`` of their text.
+
+    The slot holds the reply's own tokens, bracketed by the game's rule; where the echo
+    is not the reply (role tags removed), its bytes as single-byte tokens."""
+    n = tokens.shape[1]
+    stop_ids = jnp.asarray(tables.stop_ids or (-1,), jnp.int32)
+    reply = mask & ~jnp.isin(tokens, stop_ids)  # the reply's text: generated tokens but the stop token
+    data, nbytes = text_bytes(tokens, reply, tables.token_bytes)
+    echoed, echo_len, wrapped, stripped = jax.vmap(env.echo)(data, nbytes)
+    compact = jnp.where(reply, tokens, 0)
+    order = jnp.argsort(~reply, axis=1, stable=True)
+    compact = jnp.take_along_axis(compact, order, axis=1)
+    num = reply.sum(-1).astype(jnp.int32)
+    slots, slot_len = jax.vmap(lambda g, m, w: slot_tokens(g, m, tables.tokens, w, width))(compact, num, wrapped)
+    as_bytes = tables.byte_tokens[echoed[:, :n]]  # (cut to N bytes: a fallback, rarely needed)
+    byte_len = jnp.minimum(echo_len, n)
+    byte_slots, byte_slot_len = jax.vmap(lambda g, m: slot_tokens(g, m, tables.tokens, False, width))(
+        jnp.maximum(as_bytes, 0), byte_len)
+    slots = jnp.where(stripped[:, None, None], byte_slots, slots)
+    slot_len = jnp.where(stripped[:, None], byte_slot_len, slot_len)
+    return slots, slot_len, data, nbytes
+
+
 def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array, num_games: int, *,
          sampling: Sampling, max_turns: int, prompt_len: int, prompt: Prompt = Prompt(), constrained: bool = False,
-         auto_reset: bool = False, reuse_prefix: bool = True, env_params=None,
-         deal_groups: int = 1) -> tuple[Turns, Any]:
+         auto_reset: bool = False, reuse_prefix: bool = True, env_params=None, opponent: Opponent | None = None,
+         opponent_seat: jax.Array | None = None, deal_groups: int = 1) -> tuple[Turns, Any]:
     """Play ``num_games`` games of ``env`` to the end (or ``max_turns`` turns), the model
     in every seat (jit-able with ``cfg``, ``env``, ``sampling`` and the sizes static).
 
@@ -162,6 +236,9 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
     game plays every one of the ``K`` turns and ``Turns`` is a stream of episodes
     (``done`` marks each one's last turn), as a fixed-length rollout of a learner is.
     ``reuse_prefix=False`` reads every prompt whole (the check of prefix caching).
+    With ``opponent`` (an ``Opponent``), the seat ``opponent_seat`` (``i32[B]``, 0 or 1
+    per game) is played by it: its turns record its action string's tokens (``logprobs``
+    0) and its move; the model plays the other seat.
     ``deal_groups=G``: games ``b`` and ``b'`` with ``b // G == b' // G`` are dealt from
     the same key (the same cards, the same first player): GRPO's groups of ``G``
     games from one deal (``num_games`` must be a multiple of ``G``; first deals only).
@@ -174,16 +251,19 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         raise ValueError(f"constrained=True needs a game whose moves are codes with canonical strings; "
                          f"{type(env).__name__}'s replies are free text (constrained=False)")
     n = sampling.max_new_tokens
-    width = n + 4 * int(max(tables.tokens.prefix_tokens.shape[1], tables.tokens.suffix_tokens.shape[1],
-                            tables.tokens.bracket_tokens.shape[1], 1))
+    if opponent is not None:
+        if opponent_seat is None:
+            raise ValueError("opponent needs opponent_seat (i32[num_games], the seat it plays in each game)")
+        if opponent.tokens.shape[1] > n:
+            raise ValueError(f"the opponent's action strings need {opponent.tokens.shape[1]} tokens; "
+                             f"sampling.max_new_tokens is {n}")
+        opponent_seat = jnp.broadcast_to(jnp.asarray(opponent_seat, jnp.int32), (num_games,))
+    width = slot_width(tables, n)
     num_slots, num_variants = env.num_slots, len(env.piece_table.slot_variants)
     dtype = params["embed"].dtype
     seats = init_cache(cfg, 2 * num_games, prompt_len + n, dtype)  # row 2 b + seat
     size = seats.size
     seat_tokens = jnp.zeros((2 * num_games, size), jnp.int32)  # the tokens whose keys each seat's cache holds
-    pre = jnp.asarray(prompt.prefix or (0,), jnp.int32)
-    suf = jnp.asarray(prompt.suffix or (0,), jnp.int32)
-    stop_ids = jnp.asarray(tables.stop_ids or (-1,), jnp.int32)
     env_params = env.default_params() if env_params is None else env_params
 
     if not isinstance(deal_groups, int) or deal_groups < 1 or num_games % deal_groups:
@@ -196,11 +276,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
     utt_len = jnp.zeros((num_games, num_slots, num_variants), jnp.int32)
 
     def prompt_of(o, player, utt, utt_len):
-        pieces = o[player, : env.capacity]
-        body, body_len = tokenize(pieces, utt, utt_len, tables.tokens, max_len=prompt_len)
-        overflow = body_len + len(prompt.prefix) + len(prompt.suffix) > prompt_len
-        ids, length = _concat([(pre, len(prompt.prefix)), (body, body_len), (suf, len(prompt.suffix))], prompt_len)
-        return ids, length, overflow | (body_len >= prompt_len)
+        return prompt_tokens(env, tables, prompt, o[player], utt, utt_len, prompt_len)
 
     if reuse_prefix:  # every seat starts from game 0's first prompt of that seat, read once
         first, first_len, _ = jax.vmap(lambda s: prompt_of(obs[0], s, utt[0], utt_len[0]))(jnp.arange(2))
@@ -237,27 +313,23 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         reply_at = jnp.take_along_axis(gen.tokens, jnp.clip(pos - length[:, None], 0, n - 1), axis=1)
         prompt_at = jnp.take_along_axis(ids, jnp.clip(pos, 0, prompt_len - 1), axis=1)
         seat_tokens = seat_tokens.at[row].set(jnp.where(pos < length[:, None], prompt_at, reply_at))
-        # the reply's text: generated tokens but the stop token
-        reply = gen.mask & ~jnp.isin(gen.tokens, stop_ids)
-        data, nbytes = text_bytes(gen.tokens, reply, tables.token_bytes)
+        tokens, mask, logprobs = gen.tokens, gen.mask, gen.logprobs
+        if opponent is not None:  # the scripted seat's reply is its action string
+            act = jax.vmap(opponent.policy)(jax.random.split(jax.random.fold_in(k_step, 1), num_games), state)
+            scripted = seat == opponent_seat
+            said = jnp.pad(opponent.tokens[act], ((0, 0), (0, n - opponent.tokens.shape[1])))
+            tokens = jnp.where(scripted[:, None], said, tokens)
+            mask = jnp.where(scripted[:, None], jnp.arange(n)[None, :] < opponent.length[act][:, None], mask)
+            logprobs = jnp.where(scripted[:, None], 0.0, logprobs)
+        slots, slot_len, data, nbytes = echo_slots(env, tables, tokens, mask, width)
         if constrained:
             move = gen.choice  # a move code (always legal)
         else:
             move = jax.vmap(env.parse)(data, nbytes)
-        # what later observations echo: the reply's own tokens, bracketed by the game's rule;
-        # where the echo is not the reply (role tags removed), its bytes as single-byte tokens
-        echoed, echo_len, wrapped, stripped = jax.vmap(env.echo)(data, nbytes)
-        compact = jnp.where(reply, gen.tokens, 0)
-        order = jnp.argsort(~reply, axis=1, stable=True)
-        compact = jnp.take_along_axis(compact, order, axis=1)
-        num = reply.sum(-1).astype(jnp.int32)
-        slots, slot_len = jax.vmap(lambda g, m, w: slot_tokens(g, m, tables.tokens, w, width))(compact, num, wrapped)
-        as_bytes = tables.byte_tokens[echoed[:, :n]]  # (cut to N bytes: a fallback, rarely needed)
-        byte_len = jnp.minimum(echo_len, n)
-        byte_slots, byte_slot_len = jax.vmap(lambda g, m: slot_tokens(g, m, tables.tokens, False, width))(
-            jnp.maximum(as_bytes, 0), byte_len)
-        slots = jnp.where(stripped[:, None, None], byte_slots, slots)
-        slot_len = jnp.where(stripped[:, None], byte_slot_len, slot_len)
+        if opponent is not None:
+            move = jax.tree_util.tree_map(
+                lambda table, m: jnp.where(scripted.reshape((-1,) + (1,) * (m.ndim - 1)), jnp.asarray(table)[act], m),
+                env.action_moves, move)
 
         new_state, ts = jax.vmap(lambda k, s, m: env.step_move(k, s, m, env_params))(
             jax.random.split(k_step, num_games), state, move)
@@ -271,8 +343,8 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         new_obs = jnp.stack([ts.obs[r][:, 0] for r in env.roles], axis=1)
         reward = jnp.stack([ts.reward[r][:, 0] for r in env.roles], axis=1)
         new_done = done | ts.terminated
-        record = Turns(active=live, player=seat, prompt=ids, prompt_length=length, tokens=gen.tokens,
-                       logprobs=gen.logprobs, mask=gen.mask & live[:, None], move=move,
+        record = Turns(active=live, player=seat, prompt=ids, prompt_length=length, tokens=tokens,
+                       logprobs=logprobs, mask=mask & live[:, None], move=move,
                        invalid=ts.info["invalid_move"] & live, reward=reward * live[:, None], done=new_done,
                        overflow=overflow & live, allowed=legal & live[:, None])
         keep = lambda new, old: jnp.where(live.reshape(live.shape + (1,) * (new.ndim - 1)), new, old)
