@@ -106,7 +106,9 @@ class LanguageSelfPlayConfig(CommonConfig):
             ``selfplay/overflow`` counts it). ``max_new_tokens``: a reply's budget.
         temperature: sampling temperature (> 0: the policy gradient needs a distribution).
         constrained: replies drawn among the legal moves' strings (exact move
-            probabilities, never an invalid move); False: free text parsed by the game.
+            probabilities, never an invalid move) in every game that has move strings (a
+            game of free-text moves, a negotiation's offers, is always played with free
+            replies); False: free text parsed by the game everywhere.
         advantage, normalize, rae_alpha, gigpo_omega, group_size: the advantage estimator.
         loss: ``reinforce`` (one gradient step on ``logprob * A``) or ``ppo`` (the clipped
             per-token ratio, ``update_epochs`` x ``num_minibatches`` steps).

@@ -173,10 +173,9 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
     policy = policy_lib.LanguagePolicy.build(cfg.model, envs)
     model = policy.cfg
     names = [f"{type(e).__name__}" if i == 0 else f"{type(e).__name__}{i}" for i, e in enumerate(envs)]
-    for e, t in zip(envs, policy.tables):
-        if cfg.constrained and t.choices is None:
-            raise ValueError(f"{type(e).__name__}'s replies are free text (no move strings to constrain to): "
-                             "set constrained=false")
+    # constrained replies where a game has move strings; a game of free-text moves (a
+    # negotiation's offers) is always played with free replies
+    constrained = [cfg.constrained and t.choices is not None for t in policy.tables]
     stop = tuple(t for t in (policy.tokenizer.eos_token_id,) if t is not None)
     sampling = Sampling(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, stop_token_ids=stop)
     num_games, B, K = len(envs), cfg.num_envs, cfg.num_steps
@@ -191,8 +190,8 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
     def rollout(params, key):
         keys = jax.random.split(key, num_games)
         return [play(params, model, e, t, k, B, sampling=sampling, max_turns=K, prompt_len=cfg.prompt_len,
-                     prompt=policy.prompt, constrained=cfg.constrained, env_params=p, deal_groups=cfg.group_size)[0]
-                for e, t, k, p in zip(envs, policy.tables, keys, env_params)]
+                     prompt=policy.prompt, constrained=c, env_params=p, deal_groups=cfg.group_size)[0]
+                for e, t, k, p, c in zip(envs, policy.tables, keys, env_params, constrained)]
 
     def advantages(all_turns, baseline, hp):
         parts = [seat_samples(t, g, cfg.group_size, anchors) for g, t in enumerate(all_turns)]
@@ -224,8 +223,8 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
     def score(trainable, frozen, batch):
         """Per game: ``(logprobs, entropy)`` ``[S, N]`` of the batch's replies."""
         params = policy.params(trainable, frozen)
-        return [policy_lib.reply_logprobs(params, model, t, cfg.temperature, tab.choices if cfg.constrained else None)
-                for t, tab in zip(batch, policy.tables)]
+        return [policy_lib.reply_logprobs(params, model, t, cfg.temperature, tab.choices if c else None)
+                for t, tab, c in zip(batch, policy.tables, constrained)]
 
     def loss_fn(trainable, frozen, batch, adv, weight, reference_lp, hp):
         scored = score(trainable, frozen, batch)
@@ -262,8 +261,8 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         if cfg.kl_coef > 0:  # the frozen initial model's scores, once per update
             ref_params = state.reference if state.frozen is None else state.frozen  # LoRA: the frozen weights
             reference_lp = [jax.lax.stop_gradient(policy_lib.reply_logprobs(ref_params, model, t, cfg.temperature,
-                                                                              tab.choices if cfg.constrained else None)[0])
-                            for t, tab in zip(flat, policy.tables)]
+                                                                              tab.choices if c else None)[0])
+                            for t, tab, c in zip(flat, policy.tables, constrained)]
         else:
             reference_lp = [None] * num_games
         tx = make_optimizer(hp, jnp.ones(()), cfg.optimizer)
@@ -319,8 +318,9 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         for k, (name, fn) in zip(keys[1:], evaluations.items()):
             out.update({f"eval/{name}/{m}": v for m, v in fn(params, k).items()})
         sampled = [play(params, model, e, t, kk, cfg.eval_games, sampling=sampling, max_turns=K,
-                        prompt_len=cfg.prompt_len, prompt=policy.prompt, constrained=cfg.constrained, env_params=p)[0]
-                   for e, t, kk, p in zip(envs, policy.tables, jax.random.split(keys[0], num_games), env_params)]
+                        prompt_len=cfg.prompt_len, prompt=policy.prompt, constrained=c, env_params=p)[0]
+                   for e, t, kk, p, c in zip(envs, policy.tables, jax.random.split(keys[0], num_games), env_params,
+                                             constrained)]
         for name, t in zip(names, sampled):
             prefix = "eval/selfplay/" if num_games == 1 else f"eval/selfplay/{name}/"
             out.update({prefix + k: v for k, v in selfplay_stats(t).items() if k != "tokens"})

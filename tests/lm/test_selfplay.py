@@ -1,0 +1,240 @@
+"""The language self-play learner (``jaxagents.learners.language``).
+
+Default suite (no game played, seconds): replies are scored exactly as ``generate`` drew
+them (constrained and free); turns split into the vector learners' per-seat samples with
+the right returns and RAE advantages; LoRA starts at the checkpoint and trains only the
+adapters; the games' tokenizer is rebuilt identically; bad settings are one-line errors.
+Slow suite: the baselines end to end through the CLI (text Kuhn with its exact
+exploitability logged, a Hugging Face checkpoint folder with LoRA, the multi-game mix),
+and a resumed update identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxagents.learners.language import policy as policy_lib
+from jaxagents.learners.language import selfplay
+from jaxagents.learners.language.config import LanguageSelfPlayConfig, ModelSpec
+from jaxagents.learners.policy_gradient import estimators
+from jaxagents.lm import lora
+from jaxagents.lm.episode import Turns
+from jaxagents.lm.generate import Choices, Sampling, generate
+from jaxagents.lm.model import init_params
+from jaxagents.lm.tokenizer import Tokenizer
+
+from .conftest import tiny_config
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+CHECKPOINT = os.path.join(ROOT, "tests", "data", "lm", "qwen2")
+MOVES = ["[check]", "[bet]", "[call]", "[fold]"]
+
+
+def _turns(prompt, length, gen, allowed) -> Turns:
+    """A one-turn ``Turns`` record ``[1, B]`` around a ``Generation``."""
+    b = prompt.shape[0]
+    z = jnp.zeros((1, b), jnp.int32)
+    return Turns(active=jnp.ones((1, b), bool), player=z, prompt=prompt[None], prompt_length=length[None],
+                 tokens=gen.tokens[None], logprobs=gen.logprobs[None], mask=gen.mask[None], move=z,
+                 invalid=jnp.zeros((1, b), bool), reward=jnp.zeros((1, b, 2)), done=jnp.ones((1, b), bool),
+                 overflow=jnp.zeros((1, b), bool), allowed=allowed[None])
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+def test_replies_are_scored_as_generation_drew_them(tokenizer, constrained):
+    cfg = tiny_config("llama", vocab_size=tokenizer.vocab_size)
+    params = init_params(cfg, jax.random.key(0), scale=0.3)
+    b, t = 6, 10
+    prompt = jax.random.randint(jax.random.key(1), (b, t), 1, 250)
+    length = jnp.array([10, 7, 9, 4, 10, 6], jnp.int32)
+    sampling = Sampling(max_new_tokens=6, temperature=0.7, stop_token_ids=(tokenizer.eos_token_id,))
+    choices = Choices.build(tokenizer, MOVES) if constrained else None
+    allowed = jnp.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 1]], bool)
+    gen = jax.jit(lambda p, k: generate(p, cfg, prompt, length, k, sampling, choices=choices,
+                                        allowed=allowed if constrained else None))(params, jax.random.key(2))
+    turns = _turns(prompt, length, gen, allowed if constrained else jnp.zeros((b, 0), bool))
+    lp, ent = jax.jit(lambda p: policy_lib.reply_logprobs(p, cfg, turns, 0.7, choices))(params)
+    mask = np.asarray(gen.mask)
+    assert mask.sum() > b  # every reply has tokens, some several
+    np.testing.assert_allclose(np.asarray(lp)[mask], np.asarray(gen.logprobs)[mask], atol=2e-5)
+    assert np.all(np.asarray(lp)[~mask] == 0) and np.all(np.asarray(ent) >= -1e-6)
+    if constrained:  # a forced token (one string open) has probability 1 and no entropy
+        forced = mask & (np.abs(np.asarray(gen.logprobs)) < 1e-7)
+        assert forced.any() and np.allclose(np.asarray(ent)[forced], 0.0, atol=1e-6)
+    # differentiable, and finite gradients (closed columns never put inf into the gradient)
+    g = jax.grad(lambda p: jnp.sum(policy_lib.reply_logprobs(p, cfg, turns, 0.7, choices)[0]))(params)
+    assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(g))
+
+
+def test_turns_become_per_seat_samples_with_their_returns():
+    # two games of three turns: seats alternate 0, 1, 0; game 0 ends at turn 2 (+1 to
+    # seat 0), game 1 at turn 1 (+1 to seat 1); padding after the end
+    k, b = 3, 2
+    active = jnp.array([[1, 1], [1, 1], [1, 0]], bool)
+    player = jnp.array([[0, 0], [1, 1], [0, 0]], jnp.int32)
+    reward = jnp.zeros((k, b, 2)).at[2, 0].set(jnp.array([1.0, -1.0])).at[1, 1].set(jnp.array([-1.0, 1.0]))
+    done = jnp.array([[0, 0], [0, 1], [1, 1]], bool)
+    z = jnp.zeros((k, b), jnp.int32)
+    turns = Turns(active=active, player=player, prompt=jnp.zeros((k, b, 4), jnp.int32), prompt_length=z,
+                  tokens=jnp.zeros((k, b, 2), jnp.int32), logprobs=jnp.zeros((k, b, 2)),
+                  mask=jnp.zeros((k, b, 2), bool), move=z, invalid=jnp.zeros((k, b), bool), reward=reward, done=done,
+                  overflow=jnp.zeros((k, b), bool), allowed=jnp.zeros((k, b, 0), bool))
+    tr = selfplay.seat_samples(turns, 0, 1, anchors=False)
+    np.testing.assert_array_equal(tr.active[..., 0], active & (player == 0))
+    np.testing.assert_array_equal(tr.active[..., 1], active & (player == 1))
+    np.testing.assert_array_equal(tr.episode_return[2, 0], [1.0, -1.0])
+    np.testing.assert_array_equal(tr.episode_return[1, 1], [-1.0, 1.0])
+    assert float(jnp.abs(tr.episode_return).sum()) == 4.0
+    baseline = jnp.array([[0.5, -0.5]])
+    out, new = estimators.compute("rae", {"s": tr}, {"s": jnp.zeros((b, 2))}, {"s": jnp.arange(2)}, baseline,
+                                  gamma=1.0, gae_lambda=1.0, rae_alpha=0.9)
+    adv, w = np.asarray(out["s"].advantage), np.asarray(out["s"].weight)
+    # every turn of a seat gets that seat's return minus its baseline
+    assert adv[0, 0, 0] == adv[2, 0, 0] == 0.5 and adv[1, 0, 1] == -0.5
+    assert adv[0, 1, 0] == -1.5 and adv[1, 1, 1] == 1.5
+    assert w[0, 0, 0] and w[1, 0, 1] and w[2, 0, 0] and not w[2, 1, 0]
+    # the table moves once per cell towards the batch mean: seat 0's mean 0, seat 1's 0
+    np.testing.assert_allclose(np.asarray(new), [[0.45, -0.45]], atol=1e-6)
+
+
+def test_lora_starts_at_the_checkpoint_and_trains_only_adapters():
+    cfg = tiny_config("qwen2")
+    base = init_params(cfg, jax.random.key(0))
+    adapters = lora.init(base, jax.random.key(1), rank=2, targets=("q", "v", "down"))
+    merged = lora.merge(base, adapters, alpha=4.0)
+    for a, b in zip(jax.tree.leaves(merged), jax.tree.leaves(base)):
+        np.testing.assert_array_equal(a, b)  # b starts at zero: the model is the checkpoint's
+    tokens = jnp.arange(12)[None] % cfg.vocab_size
+
+    def loss(ad):
+        from jaxagents.lm.model import logits_at
+
+        return jnp.sum(logits_at(lora.merge(base, ad, 4.0), cfg, tokens, jnp.array([[3, 11]])) ** 2)
+
+    g = jax.grad(loss)(adapters)
+    assert float(jnp.abs(g["q"]["b"]).sum()) > 0 and float(jnp.abs(g["down"]["b"]).sum()) > 0
+    with pytest.raises(ValueError, match="lora targets"):
+        lora.init(base, jax.random.key(1), rank=2, targets=("q", "qq"))
+
+
+def test_the_games_tokenizer_is_rebuilt_identically():
+    import jaxagents
+
+    envs = [jaxagents.make("text_kuhn_poker"), jaxagents.make("text_tic_tac_toe")]
+    a = Tokenizer.train(policy_lib.corpus(envs), 400)
+    b = Tokenizer.train(policy_lib.corpus(envs), 400)
+    text = "[GAME] You are Player 0 in a 3 round game of Kuhn Poker. [bet] [4]"
+    assert a.encode(text) == b.encode(text) and a.vocab_size == 400
+    assert a.decode(a.encode(text)) == text
+    assert len(a.encode(text)) < 0.7 * len(text)  # the games' words are merged, not spelled out
+    with pytest.raises(ValueError, match="vocab_size"):
+        Tokenizer.train(["x"], 100)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"advantage": "gae"}, "advantage"),
+    ({"advantage": "grpo"}, "group_size >= 2"),
+    ({"group_size": 4}, "only applies"),
+    ({"temperature": 0.0}, "temperature"),
+    ({"loss": "reinforce", "update_epochs": 2}, "one step per update"),
+    ({"model": {"lora_rank": -1}}, "model.lora_rank"),
+    ({"model": {"lora_targets": ["q", "x"]}}, "lora targets"),
+    ({"model": {"num_heads": 3}}, "num_kv_heads"),
+    ({"games": [3]}, r"games\[0\]"),
+    ({"advantage": "grpo", "group_size": 3}, "multiple of group_size"),
+])
+def test_bad_settings_are_one_line_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match) as e:
+        LanguageSelfPlayConfig(**kwargs)
+    assert "\n" not in str(e.value)
+
+
+def test_a_game_that_is_not_text_is_refused_by_name():
+    import jaxagents
+
+    with pytest.raises(ValueError, match="not a text game"):
+        selfplay.text_games(LanguageSelfPlayConfig(), jaxagents.make("kuhn_poker"), None)
+    assert ModelSpec().path is None
+
+
+# --------------------------------------------------------------------------- slow: end to end
+
+
+def _train(tmp_path, config: str, *overrides: str) -> dict:
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "jaxagents.cli", "train", os.path.join(ROOT, "baselines", "configs", config),
+           "--run-dir", str(out), "--quiet", *overrides]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "results.json") as f:
+        results = json.load(f)
+    with open(out / "metrics.jsonl") as f:
+        results["rows"] = [json.loads(line) for line in f]
+    return results
+
+
+SMALL = ["train.num_envs=8", "train.total_timesteps=48", "train.eval_every=1", "train.eval_games=4",
+         "checkpoint_every=1"]
+
+
+@pytest.mark.slow
+def test_kuhn_baseline_trains_and_logs_its_exact_exploitability(tmp_path):
+    r = _train(tmp_path, "lm_selfplay_kuhn.yaml", *SMALL)
+    assert r["updates"] == 2
+    start = r["start"]["eval/TextKuhnPoker/exploitability"]
+    assert 0.3 < start < 0.6  # an untrained model plays close to uniformly (uniform: 0.458)
+    rows = r["rows"]
+    assert [row["update"] for row in rows] == [0, 1, 2]
+    assert rows[-1]["selfplay/invalid_rate"] == 0.0 and rows[-1]["selfplay/reply_tokens"] == 3.0
+    assert np.isfinite(rows[-1]["loss"]) and rows[-1]["grad_norm"] > 0
+
+
+@pytest.mark.slow
+def test_a_checkpoint_folder_trains_through_lora_adapters(tmp_path):
+    r = _train(tmp_path, "lm_selfplay_kuhn.yaml", *SMALL, f"train.model.path={CHECKPOINT}", "train.model.lora_rank=2",
+               "train.prompt_len=384")
+    assert r["updates"] == 2 and np.isfinite(r["rows"][-1]["loss"])
+    assert "eval/TextKuhnPoker/exploitability" in r["final"]
+
+
+@pytest.mark.slow
+def test_multigame_mixes_games_with_a_baseline_per_game_and_role(tmp_path):
+    r = _train(tmp_path, "lm_selfplay_multigame.yaml", "train.num_envs=4", "train.num_steps=6",
+               "train.total_timesteps=24", "train.eval_every=1", "train.eval_games=2", "train.prompt_len=768")
+    last = r["rows"][-1]
+    for game in ("TextKuhnPoker", "TextTicTacToe1", "TextSimpleNegotiation2"):
+        assert f"selfplay/{game}/reply_tokens" in last
+    assert "eval/TextKuhnPoker/exploitability" in last
+
+
+@pytest.mark.slow
+def test_a_resumed_update_is_identical(tmp_path):
+    import jaxagents
+    from jaxagents.checkpoint import Checkpointer
+
+    env = jaxagents.make("text_kuhn_poker", max_rounds=1)
+    cfg = LanguageSelfPlayConfig(num_envs=4, num_steps=3, total_timesteps=24, prompt_len=320, max_new_tokens=4,
+                                 loss="ppo", update_epochs=2, num_minibatches=2, kl_coef=0.1, ent_coef=0.01)
+    learner = selfplay.make_train(cfg, env, evaluations={})
+    update = jax.jit(learner.update)
+    s1, _ = update(learner.init(jax.random.key(0)))
+    s2, m2 = update(s1)
+    ckpt = Checkpointer(str(tmp_path / "ckpt"))
+    ckpt.save(1, s1, {}, {})
+    ckpt.close()
+    ckpt = Checkpointer(str(tmp_path / "ckpt"))
+    restored, _, _ = ckpt.restore_newest(learner.init(jax.random.key(5)))
+    ckpt.close()
+    r2, n2 = update(restored)
+    for a, b in zip(jax.tree.leaves(s2), jax.tree.leaves(r2)):
+        np.testing.assert_array_equal(np.asarray(jax.random.key_data(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a),
+                                      np.asarray(jax.random.key_data(b) if jnp.issubdtype(b.dtype, jax.dtypes.prng_key) else b))
+    assert float(m2["kl"]) >= 0 and np.isfinite(float(m2["loss"]))
