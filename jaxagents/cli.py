@@ -190,6 +190,14 @@ def cmd_bench_lm(args) -> int:
                   progress=progress)
     if args.mode == "generate":
         rows = lm.benchmark_generation(batch_sizes=tuple(args.batch), prompt_len=args.prompt_len or 64, **common)
+    elif args.mode == "learner":
+        if args.model != "tiny" and not os.path.isdir(args.model):
+            raise CLIError(f"bench-lm learner: --model must be tiny (the learner's model from scratch) or a checkpoint "
+                           f"folder, got {args.model!r}")
+        registry.spec(args.game)
+        rows = lm.benchmark_learner(args.game, num_games=tuple(args.games), max_turns=args.turns,
+                                    prompt_len=args.prompt_len or 320, constrained=args.constrained,
+                                    env_kwargs=_parse_kwargs(args.env_kwarg), **common)
     else:
         registry.spec(args.game)
         rows = lm.benchmark_selfplay(args.game, num_games=tuple(args.games), max_turns=args.turns,
@@ -309,7 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="One compiled program per size (generation, or whole self-play turns: prompt, generate, "
         "parse, step); compile time reported separately; one warm-up; best of the timed runs.",
     )
-    sl.add_argument("mode", choices=("generate", "selfplay"))
+    sl.add_argument("mode", choices=("generate", "selfplay", "learner"),
+                    help="generate: tokens/s of generation; selfplay: game-steps/s of self-play turns; learner: one "
+                    "update of the lm_selfplay learner (rollout, advantages, gradient step)")
+    sl.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE", help="text game constructor argument (learner)")
     sl.add_argument("--model", default="tiny", help="a shape (tiny, qwen2.5-0.5b: random weights) or a checkpoint folder")
     sl.add_argument("--tokenizer", metavar="FOLDER", help="folder with tokenizer.json (selfplay with a model named by shape)")
     sl.add_argument("--game", default="text_kuhn_poker", help="a registered text game (selfplay)")

@@ -145,3 +145,39 @@ def benchmark_selfplay(env_id: str = "text_kuhn_poker", model: str = "tiny", num
         if progress:
             progress(rows[-1])
     return rows
+
+
+def benchmark_learner(env_id: str = "text_kuhn_poker", model: str = "tiny", num_games=(16, 64), max_turns: int = 3,
+                      new_tokens: int = 4, prompt_len: int = 320, constrained: bool = True, repeats: int = 3,
+                      dtype: str = "float32", env_kwargs: dict | None = None,
+                      progress: Callable[[LMBenchRow], None] | None = None) -> list[LMBenchRow]:
+    """One update of the language self-play learner (``lm_selfplay``), rollout included,
+    as the one compiled call it is: ``num_games`` games of ``env_id`` played to the end
+    (at most ``max_turns`` turns), the advantages, the gradient step. ``model``: ``tiny``
+    (the learner's default from-scratch decoder, with its games' tokenizer) or a
+    checkpoint folder. Rows count the reply tokens generated (``tokens``) and the turns
+    played (``game_steps``) per update; the in-training evaluation is not run."""
+    from jaxagents.core.registry import make
+    from jaxagents.learners.language.config import LanguageSelfPlayConfig, ModelSpec
+    from jaxagents.learners.language.selfplay import make_train
+
+    env = make(env_id, **dict(env_kwargs or {}))
+    spec = ModelSpec(dtype=dtype) if model == "tiny" else ModelSpec(path=model, dtype=dtype)
+    rows = []
+    for b in num_games:
+        cfg = LanguageSelfPlayConfig(num_envs=b, num_steps=max_turns, total_timesteps=b * max_turns * 10**6,
+                                     prompt_len=prompt_len, max_new_tokens=new_tokens, constrained=constrained,
+                                     model=spec, eval_every=10**6)
+        learner = make_train(cfg, env, evaluations={})
+        state = learner.init(jax.random.PRNGKey(0))
+
+        def run(state, learner=learner):
+            new, m = learner.update(state)  # every output consumed: the new weights' sum, the batch's counts
+            return (m["selfplay/tokens"], m["env_steps"], m["loss"],
+                    sum(jnp.sum(x.astype(jnp.float32)) for x in jax.tree.leaves(new.params)))
+
+        compile_s, times, out = time_program(run, (state,), repeats)
+        rows.append(LMBenchRow(f"learner {env_id}", model, b, int(out[0]), int(out[1]), compile_s, times))
+        if progress:
+            progress(rows[-1])
+    return rows

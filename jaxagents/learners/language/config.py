@@ -114,7 +114,7 @@ class LanguageSelfPlayConfig(CommonConfig):
             per-token ratio, ``update_epochs`` x ``num_minibatches`` steps).
         ent_coef: weight of the per-token entropy bonus; kl_coef: weight of the KL to the
             frozen initial model (the k3 estimator per token; 0: none).
-        eval_every: updates between evaluations; eval_games: games per sampled evaluation.
+        eval_every: updates between the games' evaluations.
     """
 
     num_envs: int = 64
@@ -143,7 +143,6 @@ class LanguageSelfPlayConfig(CommonConfig):
     ent_coef: float = 0.0
     kl_coef: float = 0.0
     eval_every: int = 10
-    eval_games: int = 64
 
     def __post_init__(self):
         self.check_common()
@@ -155,8 +154,7 @@ class LanguageSelfPlayConfig(CommonConfig):
         if not isinstance(self.model, ModelSpec):
             raise ValueError(f"model must be a ModelSpec or a mapping of its fields, got {type(self.model).__name__}")
         object.__setattr__(self, "games", tuple(_game_spec(i, g) for i, g in enumerate(self.games or ())))
-        for name in ("prompt_len", "max_new_tokens", "group_size", "update_epochs", "num_minibatches", "eval_every",
-                     "eval_games"):
+        for name in ("prompt_len", "max_new_tokens", "group_size", "update_epochs", "num_minibatches", "eval_every"):
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
         object.__setattr__(self, "temperature", check_float("temperature (> 0: a sampled policy)", self.temperature,
                                                             low=0.0, low_open=True))

@@ -29,8 +29,9 @@ and the key: checkpointed whole, a resumed run continues bit-identically.
 Update metrics: ``loss``, ``pg_loss``, ``entropy``, ``kl``, ``grad_norm``;
 ``selfplay/...``: games finished, seat 0's return and win rate, draws, invalid-move rate,
 mean reply length in tokens (SPIRAL's collapse signal), prompts cut, generated tokens.
-Evaluation (every ``eval_every`` updates): the game's own exact or scripted measures where
-it has them (``evaluations``), and a sampled self-play of ``eval_games`` games per game.
+Evaluation (every ``eval_every`` updates): the games' own exact or scripted measures
+(``evaluations``; ``evaluation.game_evaluations``). The self-play statistics above are of
+every update's own rollout, so no separate sampled self-play is evaluated.
 """
 
 from __future__ import annotations
@@ -314,24 +315,18 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
     def evaluate(state: LanguageTrainState, key):
         params = policy.params(state.params, state.frozen)
         out = {}
-        keys = jax.random.split(key, len(evaluations) + 1)
-        for k, (name, fn) in zip(keys[1:], evaluations.items()):
+        for k, (name, fn) in zip(jax.random.split(key, max(len(evaluations), 1)), evaluations.items()):
             out.update({f"eval/{name}/{m}": v for m, v in fn(params, k).items()})
-        sampled = [play(params, model, e, t, kk, cfg.eval_games, sampling=sampling, max_turns=K,
-                        prompt_len=cfg.prompt_len, prompt=policy.prompt, constrained=c, env_params=p)[0]
-                   for e, t, kk, p, c in zip(envs, policy.tables, jax.random.split(keys[0], num_games), env_params,
-                                             constrained)]
-        for name, t in zip(names, sampled):
-            prefix = "eval/selfplay/" if num_games == 1 else f"eval/selfplay/{name}/"
-            out.update({prefix + k: v for k, v in selfplay_stats(t).items() if k != "tokens"})
         return out
 
     default_hparams = LanguageHParams.from_config(cfg)
     num_updates = cfg.num_updates
     eval_shape = jax.eval_shape(lambda k: evaluate(init(k), k), jax.random.key(0))
     exploit = sorted(k for k in eval_shape if k.endswith("/exploitability"))
-    invalid = sorted(k for k in eval_shape if k.endswith("/invalid_rate"))
-    fitness = Fitness((exploit[0],), sign=-1.0) if exploit else Fitness(tuple(invalid), sign=-1.0)
+    # minus the exploitability where a game has one; else the mean of the evaluations' win rates
+    wins = sorted(k for k in eval_shape if k.endswith("/win"))
+    fitness = (Fitness((exploit[0],), sign=-1.0) if exploit else Fitness(tuple(wins)) if wins
+               else Fitness(("episodes",)))
     return Learner(init=init, update=update, evaluate=evaluate, default_hparams=default_hparams,
                    hparam_space=hparam_space(RANGES, cfg), fitness=fitness, config=cfg, env=env,
                    env_params=env_params[0], num_updates=num_updates, agents=policy)
