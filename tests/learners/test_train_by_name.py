@@ -1,7 +1,7 @@
 """``jaxagents train ENV_ID`` for every registered id: each id resolves to the bundled
 config that trains it (or, for the text games, to one line saying what to use), and
 each trains for two updates through the CLI. The default suite trains one id per
-learner kind (a few seconds each); ``-m slow`` trains every id."""
+learner (selfplay, ippo; a few CPU-seconds each); ``-m slow`` trains every other id."""
 
 import json
 
@@ -15,8 +15,8 @@ from jaxagents.core import registry
 IDS = registry.list_envs()
 TRAINED = [i for i in IDS if not i.startswith(TEXT_PREFIX)]
 TEXT = [i for i in IDS if i.startswith(TEXT_PREFIX)]
-# one id per learner and kind of game, for the default suite
-CHEAP = ["matching_pennies", "prisoners_dilemma", "mf_crowd_four_rooms"]
+# one id per learner of the by-name configs (selfplay, ippo), for the default suite
+CHEAP = ["matching_pennies", "prisoners_dilemma"]
 
 
 def tiny(env_id: str) -> list[str]:
