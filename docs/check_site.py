@@ -1,5 +1,6 @@
 """Check a built site: every public module, function, class and method of ``jaxagents``
-has an entry in the API reference.
+has an entry in the API reference, and every registered environment id has its page in
+the environment reference, as ``docs/environments/generate.py`` writes it today.
 
     sphinx-build -W --keep-going -b html docs docs/_build/html && python docs/check_site.py
 
@@ -42,7 +43,11 @@ def main(argv=None) -> int:
     for name in missing:
         print(f"not in the API reference: {name}", file=sys.stderr)
     print(f"{len(expected_entries()) - len(missing)} of {len(expected_entries())} public names documented")
-    return 1 if missing else 0
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "environments"))
+    import generate
+
+    envs_ok = generate.main(["--check"]) == 0  # a registered id without its page, or a stale page
+    return 1 if missing or not envs_ok else 0
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ def cmd_train(args) -> int:
         if config is not None and "=" in config and not os.path.exists(config):
             config, overrides = None, [config] + overrides  # only overrides of the embedded default
         if config is not None:
-            # a file, or a bundled config's name; the configs' package is named by a string,
+            # a file, a bundled config's name or an environment id; the configs' package is named by a string,
             # as the registry names environments (jaxagents imports nothing of the baselines)
             config = importlib.import_module("jaxagents_baselines").resolve(config)
         cfg = runner.load_config(config, overrides)
@@ -88,12 +88,13 @@ def add_commands(sub) -> None:
     st = sub.add_parser(
         "train",
         help="train from a YAML config (default: a short Kuhn poker self-play run)",
-        description="Train a learner. CONFIG is a YAML file or the name of a bundled config (baselines/configs/, "
-        "e.g. ippo_overcooked_cramped_room); without it the embedded "
+        description="Train a learner. CONFIG is a YAML file, the name of a bundled config (baselines/configs/, "
+        "e.g. ippo_overcooked_cramped_room) or a registered environment id (`jaxagents list`; e.g. lbf runs "
+        "the bundled config that trains it); without it the embedded "
         "default runs (Kuhn poker self-play with RAE, 1-2 minutes on 2 CPU cores). Overrides are "
         "dotted key=value pairs, e.g. train.ppo.lr=3e-4 num_seeds=4.",
     )
-    st.add_argument("config", nargs="?", help="YAML config file, or a bundled config's name")
+    st.add_argument("config", nargs="?", help="YAML config file, a bundled config's name, or an environment id")
     st.add_argument("overrides", nargs="*", help="key.path=value overrides")
     st.add_argument("--run-dir", help="where to write the run (default runs/<learner>-<env>-<time>)")
     st.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last checkpoint")

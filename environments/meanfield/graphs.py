@@ -70,9 +70,10 @@ def ring_graph(key: jax.Array, n: int, degree: int, rewire_prob: jax.Array) -> j
 
 
 def make_graph(graph: str, key: jax.Array, n: int, degree: int, rewire_prob) -> jax.Array:
-    """``i32[n, degree]`` neighbour lists (``i32[n, 0]`` for ``"complete"``: no graph)."""
+    """``i32[n, degree]`` neighbour lists (``i32[1, 1]``, unused, for ``"complete"``: no
+    graph; not zero-sized, because checkpoints cannot hold a zero-size array)."""
     if graph == "complete":
-        return jnp.zeros((n, 0), jnp.int32)
+        return jnp.zeros((1, 1), jnp.int32)
     if graph == "random":
         return random_graph(key, n, degree)
     if graph == "regular":

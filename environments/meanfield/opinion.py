@@ -83,7 +83,7 @@ class OpinionParams:
 @struct.dataclass
 class OpinionState:
     """``opinion``, ``kind``: ``i32[N]`` level and type of every agent; ``nbrs``:
-    ``i32[N, d]`` neighbour lists (``d = 0`` on the complete graph); ``hist``:
+    ``i32[N, d]`` neighbour lists (an unused ``i32[1, 1]`` on the complete graph); ``hist``:
     ``f32[T K]`` histogram of ``kind * K + opinion``; ``signal``: the opinion histogram
     each agent hears, ``f32[N, K]`` on a graph (one gather per step, kept for the
     observation, the next payoff and the scripted policies) or ``f32[1, K]`` (the

@@ -162,8 +162,8 @@ class RobotWarehouse(Env):
         request_queue_size: requested shelves (1 .. shelves - 1); ``None``: ``num_agents``.
         sensor_range: observation radius (>= 0).
         obs_type: ``"vector"`` or ``"image"``; ``image_layers``, ``image_directional``.
-        horizon, max_inactivity_steps, reward_type (``"global"``, ``"individual"``,
-            ``"two_stage"``), normalised_coordinates, random_tie_break: param defaults.
+        horizon, max_inactivity_steps, reward_type, normalised_coordinates, random_tie_break:
+            param defaults (``reward_type``: ``"global"``, ``"individual"`` or ``"two_stage"``).
     """
 
     def __init__(
