@@ -18,6 +18,7 @@ CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
 ENV_DEFAULTS = {
     "leduc_poker": "selfplay_leduc",
     "overcooked": "ippo_overcooked_cramped_room",
+    "text_kuhn_poker": "lm_selfplay_kuhn",
     **{f"robots_{name}": f"ippo_robots_{name}" for name in (
         "arctic_transport", "continuous_rware", "discovery", "foraging", "material_transport", "navigation",
         "predator_prey", "warehouse")},
