@@ -333,8 +333,6 @@ def check_params(params: SocietyParams) -> None:
         v = np.asarray(getattr(params, name)).tolist()
         if v[0] > v[1] or v[2] > v[3]:
             raise ValueError(f"params.{name} must be [low, high, low, high] with each low <= high, got {v}")
-    if np.any(np.asarray(params.init_fiscal) > np.asarray(params.fiscal_max)):
-        raise ValueError("params.init_fiscal (tau, xi, tau_a, xi_a, G/Y) must not exceed params.fiscal_max")
     if not 0.0 < float(params.save_range[1]) <= 1.0:
         raise ValueError(f"params.save_range[1] must be in (0, 1], got {float(params.save_range[1])}")
 

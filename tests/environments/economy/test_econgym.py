@@ -41,7 +41,7 @@ def test_bad_config_is_one_clear_error(kwargs, match):
 @pytest.mark.parametrize("field, value, match", [
     ("alpha", 1.5, r"params.alpha must be finite and in"),
     ("save_range", [0.5, -0.5], r"params.save_range must be \[low, high\]"),
-    ("init_fiscal", [0.7, 0.0, 0.0, 0.0, 0.1], "must not exceed params.fiscal_max"),
+    ("init_fiscal", [11.0, 0.0, 0.0, 0.0, 0.1], r"params.init_fiscal must be finite and in"),
     ("pension_range", [70.0, 60.0, 0.05, 0.2], "params.pension_range must be"),
     ("saez_brackets", [1.0, 2.0, 3.0], "params.saez_brackets must be >= 2 rising cutoffs from 0"),
     ("saez_brackets", [0.0, 5.0, 5.0], "params.saez_brackets must be >= 2 rising cutoffs from 0"),
