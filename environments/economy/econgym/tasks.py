@@ -22,11 +22,13 @@ the Saez government's brackets instead).
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from jaxagents_environments.economy.econgym.env import Society
 import jax
 
 from jaxagents.core.wrappers.scripted import ScriptedRoles
+from jaxagents_environments.economy.econgym import bc
 from jaxagents_environments.economy.econgym.rules import rule_policies
 
 METRICS = {
@@ -309,11 +311,19 @@ class EconGymTask(ScriptedRoles):
         rng: as ``Society``'s.
         rule_economy: build the economy of the rule baseline (``Task.rule_society``).
         params: ``SocietyParams`` overrides on top of the task's (e.g. ``{"saez_period": 5}``).
+        households: what households that do not learn do: ``bc`` (EconGym's
+            behaviour-cloned networks, ``bc.py``) or ``rule`` (EconGym's rule
+            households); default the task's ``households_policy``, which is ``bc`` where
+            EconGym's is, falling back to ``rule`` when no converted networks are found.
+        bc_weights: directory of the networks ``bc_convert.py`` converted from an
+            EconGym checkout (default ``$ECONGYM_BC_WEIGHTS``).
+
+    ``households_policy`` says which households the economy got.
     """
 
     def __init__(self, task: str = "optimal_tax", num_households: int | None = None, learn=None,
                  horizon: int | None = None, rng: str = "hash", rule_economy: bool = False,
-                 params: dict | None = None):
+                 params: dict | None = None, households: str | None = None, bc_weights: str | None = None):
         if task not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
         spec = TASKS[task]
@@ -335,11 +345,22 @@ class EconGymTask(ScriptedRoles):
         if unknown:
             raise ValueError(f"learn roles {unknown} are not roles of task {task!r}; roles: {sorted(env.roles)}")
         scripted = tuple(r for r in env.roles if r not in learners)
-        super().__init__(env, rule_policies(env, scripted, spec.advance_consumption))
+        if households not in (None, "bc", "rule"):
+            raise ValueError(f"households must be 'bc' or 'rule', got {households!r}")
+        weights_dir = bc_weights or os.environ.get(bc.ENV_VAR)
+        if households == "bc" and not weights_dir:
+            raise ValueError(f"households='bc' needs bc_weights= (or ${bc.ENV_VAR}): a directory of networks "
+                             "converted by environments/economy/econgym/bc_convert.py")
+        policy = households or spec.households_policy
+        self.households_policy = "bc" if policy == "bc" and weights_dir else "rule"
+        scripts = rule_policies(env, scripted, spec.advance_consumption)
+        if "household" in scripts and self.households_policy == "bc":
+            scripts["household"] = bc.household_bc(env, bc.weights_for(env.config.households, weights_dir))
+        super().__init__(env, scripts)
         self.task, self.spec = task, spec
         self._learner_rules = rule_policies(env, learners, spec.advance_consumption)
         self._rebuild = dict(task=task, num_households=num_households, learn=learn, horizon=horizon, rng=rng,
-                             params=params)
+                             params=params, households=households, bc_weights=bc_weights)
         self.rule_economy = bool(rule_economy) or not spec.rule_society
 
     def rule_env(self) -> "EconGymTask":
