@@ -58,7 +58,9 @@ def step(key, h, params, stock_price, rng="hash", estates="econgym", start_asset
     second year (``society_step`` applies only :func:`older` in the first).
 
     ``h``: a dict of household arrays ``[C]`` with at least ``alive``, ``age``,
-    ``assets`` (end-of-year wealth), ``stock``, ``e_normal``, ``e_star``; every other
+    ``assets`` (end-of-year wealth), ``stock``, ``e_normal``, ``e_star`` and optionally
+    ``order`` (``i32``: each household's row in EconGym's arrays, whose first rows its
+    estate rule reads; newborns get the next ones); every other
     entry is reset to 0 in a newborn's slot; ``rng`` as in ``jaxagents.core.rng``.
     ``estates``: ``econgym`` (EconGym's rules, from ``start_assets`` ``f32[C]``, the
     start-of-year wealth) or ``conserving`` (ours: module docstring). Returns ``(h,
@@ -75,9 +77,13 @@ def step(key, h, params, stock_price, rng="hash", estates="econgym", start_asset
     n_dead = jnp.sum(dies)
     if estates == "econgym":
         # EconGym taxes the start-of-year wealth of its first `n_dead` rows, whoever
-        # died (rows are the alive slots in order: exact while no one has been born
-        # into a freed slot)
-        first_rows = alive & (jnp.cumsum(alive.astype(jnp.int32)) <= n_dead)
+        # died (rows by `order`, else the alive slots in slot order)
+        if "order" in h:  # EconGym's row order: survivors in order, the newborn appended
+            rank = jnp.zeros((c,), jnp.int32).at[jnp.argsort(jnp.where(alive, h["order"], jnp.iinfo(jnp.int32).max))
+                                               ].set(jnp.arange(c, dtype=jnp.int32))
+            first_rows = alive & (rank < n_dead)
+        else:
+            first_rows = alive & (jnp.cumsum(alive.astype(jnp.int32)) <= n_dead)
         inherited_i, tax_i = estate(start_assets, params.estate_exemption, params.estate_tax)
         inherited = jnp.sum(jnp.where(first_rows, inherited_i, 0.0))
         estate_tax = jnp.sum(jnp.where(first_rows, start_assets - inherited_i, 0.0))
@@ -106,6 +112,9 @@ def step(key, h, params, stock_price, rng="hash", estates="econgym", start_asset
     for name, x in h.items():
         out[name] = jnp.where(newborn, jnp.zeros_like(x), x)
     out["alive"] = survivors | newborn
+    if "order" in h:  # the newborn take the next row numbers, in slot order
+        last = jnp.max(jnp.where(survivors, h["order"], -1))
+        out["order"] = jnp.where(newborn, last + jnp.cumsum(newborn.astype(jnp.int32)), h["order"])
     out["age"] = jnp.where(newborn, params.initial_working_age, age)
     if estates == "econgym":
         # without births EconGym adds inherited / N (N before the deaths) to the

@@ -278,6 +278,7 @@ class Society(Env):
             gov_debt=p.real_debt_rate * gdp, gdp=gdp, policy=policy, gov_split=jnp.full((m,), 1.0 / m, jnp.float32),
             bank_rates=jnp.stack([p.init_rate, p.init_rate]), bank_view=jnp.stack([p.init_rate, p.reserve_ratio]),
             bank_account=jnp.sum(assets), bank_profit=zero, pension_fund=jnp.asarray(1e-8, jnp.float32), estate_tax=zero,
+            order=jnp.arange(c, dtype=jnp.int32),
             stock_price=jnp.ones((), jnp.float32), price_index=mk.price_index(price, wage, p.epsilon),
             inflation=zero, growth=zero, money_unit=gdp / n, t=jnp.zeros((), jnp.int32),
             saez=saez.init(p.saez_brackets.shape[0]),

@@ -348,7 +348,8 @@ class SocietyState:
     ``stock`` (units of the risky asset), ``risky_income`` (last step's gain on it,
     paid in the next step's income), ``age``, ``working_years``, ``pension_account``;
     and of the last step ``income``, ``post_income``, ``consumption`` (CES aggregate),
-    ``hours`` (hours a year), ``pension`` (> 0 received, < 0 contributed).
+    ``hours`` (hours a year), ``pension`` (> 0 received, < 0 contributed); ``order``
+    ``i32[C]`` (each household's row in EconGym's arrays: the newborn are appended).
 
     Firms ``[M]``: ``tfp``, ``capital`` (next step's), ``price``, ``wage`` (per effective
     hour) and of the last step ``output``, ``labour`` (effective hours).
@@ -397,6 +398,7 @@ class SocietyState:
     bank_profit: jax.Array
     pension_fund: jax.Array
     estate_tax: jax.Array
+    order: jax.Array
     stock_price: jax.Array
     price_index: jax.Array
     inflation: jax.Array

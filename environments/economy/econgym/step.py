@@ -143,7 +143,8 @@ def society_step(env, key, state, actions, p):
     people = dict(alive=alive, age=state.age, assets=wealth, savings=savings, stock=stock,
                   risky_income=risky_income, e_normal=e_normal, e_star=e_star, e=e,
                   working_years=working_years, pension_account=account, income=income,
-                  post_income=post_income, consumption=consumption, hours=hours, pension=pension)
+                  post_income=post_income, consumption=consumption, hours=hours, pension=pension,
+                  order=state.order)
     zero = jnp.zeros((), jnp.float32)
     flows = dict(deaths=zero, births=zero, births_dropped=zero, estate_tax=zero)
     if cfg.olg:
@@ -224,7 +225,7 @@ def society_step(env, key, state, actions, p):
         tfp=tfp, capital=capital_next, price=price, wage=wage, output=output, labour=labour,
         gov_debt=debt_next, gdp=gdp, policy=policy, gov_split=split, bank_rates=jnp.stack([r_l, r_d]),
         bank_view=jnp.stack([policy_rate, reserve_ratio]), bank_account=account_next, bank_profit=bank_profit,
-        pension_fund=fund, estate_tax=estate_tax_carried, stock_price=stock_price, price_index=index, inflation=inflation, growth=growth, t=t,
+        pension_fund=fund, estate_tax=estate_tax_carried, order=people["order"], stock_price=stock_price, price_index=index, inflation=inflation, growth=growth, t=t,
         saez=saez_state,
     )
     n_next = jnp.sum(alive_next)

@@ -116,6 +116,7 @@ def initial_state(env: Society, params, rec: Record) -> SocietyState:
         bank_view=jnp.asarray([rec.get("0/pre/bank.base_interest_rate"), params.reserve_ratio], jnp.float32),
         bank_account=jnp.float32(rec.get("0/pre/bank.current_account")), bank_profit=jnp.float32(0.0),
         pension_fund=jnp.float32(rec.gov(0, "pre", "pension_fund")), estate_tax=jnp.float32(0.0),
+        order=jnp.arange(n, dtype=jnp.int32),
         stock_price=jnp.float32(rec.get("0/pre/households.stock_price")),
         price_index=jnp.float32(rec.get("0/pre/society.last_price_index")), inflation=jnp.float32(0.0),
         growth=jnp.float32(0.0), money_unit=jnp.float32(gdp / n), t=jnp.int32(0),

@@ -13,6 +13,9 @@ from it); only the scenario differs:
   EconGym's draws and leave no bequest to settle (the estate rules are compared in
   ``test_econgym_parity.py`` block by block). EconGym's birth rate 0.011 gives
   ``int(40 * 0.011) = 0`` births.
+* ``olg_births``: the same economy with births (``int(N * 0.05)`` a year, newborns
+  appended at age 24) and a 20% estate tax above 100,000 dollars: EconGym's estates,
+  its carried and ``N``-fold estate tax, and newborns inheriting.
 
 Usage (from the jaxagents repo root, venv from ``setup_venv.sh``):
     VENV/bin/python tests/environments/economy/econgym_reference/record_olg_trajectory.py \
@@ -48,21 +51,30 @@ def main():
             return out_
 
     R.ActionDrawer = WholeYears
-    spec = dict(seed=SEED, overlay=R._overlay(
-        env_core={"consumption_tax_rate": 0.0, "estate_tax_rate": 1.0, "estate_tax_exemption": 0.0},
-        gov={"type": "pension"}, hh={"type": "OLG", "households_n": R.HOUSEHOLDS_N},
-        market={"type": "perfect"}, bank={"type": "non_profit"}))
+    specs = {
+        "olg_trajectory": dict(seed=SEED, overlay=R._overlay(
+            env_core={"consumption_tax_rate": 0.0, "estate_tax_rate": 1.0, "estate_tax_exemption": 0.0},
+            gov={"type": "pension"}, hh={"type": "OLG", "households_n": R.HOUSEHOLDS_N},
+            market={"type": "perfect"}, bank={"type": "non_profit"})),
+        "olg_births": dict(seed=SEED + 1, overlay=R._overlay(
+            env_core={"consumption_tax_rate": 0.0, "estate_tax_rate": 0.2, "estate_tax_exemption": 1e5},
+            gov={"type": "pension"}, hh={"type": "OLG", "households_n": R.HOUSEHOLDS_N},
+            hh_sections={"OLG": {"birth_rate": 0.05, "initial_working_age": 24}},
+            market={"type": "perfect"}, bank={"type": "non_profit"})),
+    }
 
     econgym = os.path.abspath(args.econgym)
     os.chdir(econgym)
     sys.path.insert(0, econgym)
     rec = R.Recorder()
-    info = R.record_scenario("olg_trajectory", spec, rec)
-    print(f"olg_trajectory steps={info['steps_recorded']} terminated_early={info['terminated_early']} "
-          f"N_final={info['households_n_final']}" + (f" error={info['error']}" if info["error"] else ""))
+    infos = {}
+    for name, spec in specs.items():
+        info = infos[name] = R.record_scenario(name, spec, rec)
+        print(f"{name} steps={info['steps_recorded']} terminated_early={info['terminated_early']} "
+              f"N_final={info['households_n_final']}" + (f" error={info['error']}" if info["error"] else ""))
     meta = {
         "econgym_commit": R.ECONGYM_COMMIT, "n_steps": STEPS, "households_n": R.HOUSEHOLDS_N,
-        "scenarios": ["olg_trajectory"], "scenario_info": {"olg_trajectory": info},
+        "scenarios": list(specs), "scenario_info": infos,
         "regenerate": [
             "ECONGYM_GIT=<EconGym git dir, optional> tests/environments/economy/econgym_reference/"
             "setup_venv.sh /tmp/econgym_venv",
