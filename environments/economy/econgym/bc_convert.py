@@ -48,6 +48,8 @@ def convert(checkpoint, out):
 
 
 def main(argv=None):
+    """Command line: convert EconGym's four checkpoints (``--econgym``) or one
+    (``--checkpoint`` ``--type``) into ``--out``; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--econgym", help="EconGym checkout (its agents/behavior_cloning/trained_models)")
     ap.add_argument("--checkpoint", help="one state-dict file instead of --econgym")

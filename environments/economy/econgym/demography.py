@@ -126,7 +126,7 @@ def step(key, h, params, stock_price, rng="hash", estates="econgym", start_asset
         bequest = 0.0
     else:
         bequest = jnp.where(births > 0, 0.0, jnp.where(n_survivors > 0, inherited / jnp.maximum(n_survivors, 1), 0.0))
-        bank_inherited = inherited
+        bank_inherited = jnp.zeros((), jnp.float32)  # the bank settles the deceased's own deposits
         stock_bequest = bequest
     out["assets"] = jnp.where(newborn, share, jnp.where(survivors, h["assets"] + bequest, h["assets"]))
     out["stock"] = jnp.where(newborn, share * stock_share / stock_price,

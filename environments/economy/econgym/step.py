@@ -168,8 +168,9 @@ def society_step(env, key, state, actions, p):
         flows["estate_tax"] = jnp.sum(alive_next).astype(jnp.float32) * estate_tax_carried
     # EconGym keeps this year's government and bank books after removing this year's
     # dead: their taxes, pension flows, purchases and start-of-year deposits drop out
-    # of them (the newborn's start-of-year deposit is its inheritance)
-    books = alive & ~died
+    # of them (the newborn's start-of-year deposit is its inheritance); ours
+    # ("conserving") books everyone who lived the year
+    books = alive & ~died if cfg.estates == "econgym" else alive
 
     # 5. governments -----------------------------------------------------------------
     gov_goods = split * g_share * output

@@ -27,6 +27,7 @@ import os
 from jaxagents_environments.economy.econgym.env import Society
 import jax
 
+from jaxagents.core.wrappers.base import Wrapper
 from jaxagents.core.wrappers.scripted import ScriptedRoles
 from jaxagents_environments.economy.econgym import bc
 from jaxagents_environments.economy.econgym.rules import rule_policies
@@ -356,7 +357,11 @@ class EconGymTask(ScriptedRoles):
         scripts = rule_policies(env, scripted, spec.advance_consumption)
         if "household" in scripts and self.households_policy == "bc":
             scripts["household"] = bc.household_bc(env, bc.weights_for(env.config.households, weights_dir))
-        super().__init__(env, scripts)
+        if scripts:
+            super().__init__(env, scripts)
+        else:  # every role learns (EconGym's inflation_control): nothing is scripted
+            Wrapper.__init__(self, env)
+            self.policies, self.scripted, self.roles = {}, (), dict(env.roles)
         self.task, self.spec = task, spec
         self._learner_rules = rule_policies(env, learners, spec.advance_consumption)
         self._rebuild = dict(task=task, num_households=num_households, learn=learn, horizon=horizon, rng=rng,

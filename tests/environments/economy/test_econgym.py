@@ -96,6 +96,30 @@ def test_mortality_estates_and_annuities():
     np.testing.assert_allclose(hh.annuity_factor(jnp.asarray([40.0, 65.0, 70.0, 75.0])), [233, 101, 56, 56])
 
 
+@pytest.mark.parametrize("estates", ["econgym", "conserving"])
+def test_estates_econgyms_rules_and_ours(monkeypatch, estates):
+    """Slot 3 dies (forced by the draw). EconGym's rule taxes the start-of-year wealth
+    of its first row (slot 1, ``order`` 0), whoever died, and without births the
+    bequest leaves no trace in anyone's wealth; ours taxes the deceased's own wealth
+    and gives the rest to the survivors."""
+    p = SocietyParams.make(estate_tax=0.5, estate_exemption=0.0, birth_rate=0.0)
+    monkeypatch.setattr(demography, "uniforms", lambda *a, **k: jnp.asarray([[1.0, 1.0, 1.0, 0.0]] * 2))
+    h = {"alive": jnp.ones(4, bool), "age": jnp.full(4, 30.0), "assets": jnp.asarray([100.0, 200.0, 300.0, 400.0]),
+         "stock": jnp.zeros(4), "e_normal": jnp.ones(4), "e_star": jnp.zeros(4),
+         "order": jnp.asarray([2, 0, 1, 3], jnp.int32)}
+    start = jnp.asarray([10.0, 20.0, 30.0, 40.0])
+    out, flows = demography.step(jax.random.key(0), h, p, jnp.float32(1.0), "hash", estates, start)
+    np.testing.assert_array_equal(out["alive"], [True, True, True, False])
+    np.testing.assert_array_equal(out["age"], [31.0, 31.0, 31.0, 31.0])
+    if estates == "econgym":
+        assert float(flows["estate_tax"]) == 10.0 and float(flows["inherited"]) == 10.0
+        np.testing.assert_allclose(out["assets"][:3], [100.0, 200.0, 300.0])
+        assert float(flows["bank_inherited"]) == pytest.approx(10.0 * 3 / 4)
+    else:
+        assert float(flows["estate_tax"]) == 200.0 and float(flows["inherited"]) == 200.0
+        np.testing.assert_allclose(out["assets"][:3], np.asarray([100.0, 200.0, 300.0]) + 200.0 / 3, rtol=1e-6)
+
+
 _top_groups = jax.jit(ob.top_groups)
 _top_sums = jax.jit(lambda v, x, a, ks: jnp.stack(ob.top_sums(v, x, a, (ks[0], ks[1]))))
 
