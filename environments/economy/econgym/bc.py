@@ -5,10 +5,13 @@ EconGym's default households are a network cloned from the 2022 Survey of Consum
 Finances: the actor half of its ``mlp_net``, ``mu = tanh(W3 tanh(W2 tanh(W1 x + b1) +
 b2) + b3)``, ``sigma = 0.05 exp(sigma_log)``, on each household's ``x = [education e,
 wealth, age]`` (``[e, wealth]`` for infinitely lived households; wealth in dollars, as
-EconGym observes it), and it acts ``N(mu, (0.01 sigma)^2)``: savings share and hours
-(and the risky share) in ``[-1, 1]``, mapped onto their ranges like every household
-action. With several firms EconGym's network picks the employer uniformly at random and
-spreads spending equally, as here. One network per household type (Ramsey, OLG, each
+EconGym observes it), and it acts ``N(mu, (0.01 sigma)^2)``. EconGym's runner scales only
+its PPO, DDPG and SAC agents' actions from ``[-1, 1]`` onto their ranges, so the
+network's outputs reach the economy as they are: the savings share (clipped to
+``[-0.5, 1]``), the labour share of ``h_max`` and the risky share (clipped to ``[0,
+1]``) themselves; ``household_bc`` turns them into our ``[-1, 1]`` actions that map onto
+the same values. With several firms EconGym's network picks the employer uniformly at
+random and spreads spending equally, as here. One network per household type (Ramsey, OLG, each
 with or without the risky asset); ``bc_convert.py`` converts EconGym's checkpoints
 (jaxagents does not ship them) into the ``.npz`` files ``load_weights`` reads.
 """
@@ -88,10 +91,25 @@ def household_bc(env, w: dict):
     def policy(key, state, ts, params):
         k_noise, k_firm = jax.random.split(key)
         mu, sigma = actor(w, inputs(state, cfg.olg))
-        act = mu + 0.01 * sigma * jax.random.normal(k_noise, mu.shape)
-        if m > 1:  # employer uniform at random, spending split equally (EconGym's fill-in)
-            employer = 2.0 * jax.random.uniform(k_firm, (mu.shape[0], 1)) - 1.0
-            act = jnp.concatenate([act, employer, jnp.zeros((mu.shape[0], m))], axis=1)
-        return jnp.clip(act, -1.0, 1.0).astype(jnp.float32)  # EconGym clips to the action range
+        real = mu + 0.01 * sigma * jax.random.normal(k_noise, mu.shape)
+        return to_actions(real, params, m, k_firm)
+
+    return policy
+
+
+def to_actions(real, params, num_firms, key):
+    """Our ``[-1, 1]`` household actions ``f32[C, A]`` for EconGym's unscaled network
+    outputs ``real`` ``f32[C, 2 or 3]`` (savings share, labour share, risky share), each
+    clipped to its range as EconGym clips them; with several firms an employer drawn
+    uniformly and an equal spending split appended."""
+    lo, hi = params.save_range[0], params.save_range[1]
+    save = jnp.clip(real[:, 0], lo, hi)
+    cols = [2.0 * (save - lo) / (hi - lo) - 1.0] + [2.0 * jnp.clip(real[:, j], 0.0, 1.0) - 1.0
+                                                    for j in range(1, real.shape[1])]
+    act = jnp.stack(cols, axis=1)
+    if num_firms > 1:  # employer uniform at random, spending split equally (EconGym's fill-in)
+        employer = 2.0 * jax.random.uniform(key, (real.shape[0], 1)) - 1.0
+        act = jnp.concatenate([act, employer, jnp.zeros((real.shape[0], num_firms))], axis=1)
+    return jnp.clip(act, -1.0, 1.0).astype(jnp.float32)
 
     return policy

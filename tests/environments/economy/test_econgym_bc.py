@@ -59,8 +59,19 @@ def test_bc_households_act_in_a_task(small):
     act = env.policies["household"](jax.random.key(1), state.env_state, state.last, p)
     w = bc.weights_for("olg", folder)
     mu, sigma = bc.actor(w, bc.inputs(state.env_state, olg=True))
-    # N(mu, (0.01 sigma)^2), clipped to [-1, 1]: within 6 standard deviations of mu
-    assert act.shape == mu.shape and bool(jnp.all(jnp.abs(act - jnp.clip(mu, -1, 1)) <= 0.06 * sigma + 1e-6))
+    # EconGym passes the network's outputs unscaled: savings share mu_0 (clipped to
+    # [-0.5, 1]) and labour share mu_1 (clipped to [0, 1]); ours map onto the same
+    # values, up to the noise N(0, (0.01 sigma)^2)
+    lo, hi = np.asarray(p.env_params.save_range) if hasattr(p, "env_params") else np.asarray(p.save_range)
+    save = lo + (np.asarray(act[:, 0]) + 1) / 2 * (hi - lo)
+    work = (np.asarray(act[:, 1]) + 1) / 2
+    noise = 6 * 0.01 * np.asarray(sigma) + 1e-6
+    assert act.shape == mu.shape
+    assert np.all(np.abs(save - np.clip(np.asarray(mu[:, 0]), lo, hi)) <= noise[0])
+    assert np.all(np.abs(work - np.clip(np.asarray(mu[:, 1]), 0, 1)) <= noise[1])
+    real = jnp.asarray([[0.3, 0.5], [-2.0, 2.0]])
+    u = bc.to_actions(real, p, 1, jax.random.key(0))
+    np.testing.assert_allclose(np.asarray(u), [[2 * (0.3 - lo) / (hi - lo) - 1, 0.0], [-1.0, 1.0]], atol=1e-6)
     state, ts = env.step(jax.random.key(2), state, {"pension": jnp.zeros((1, 2))}, p)
     assert np.isfinite(float(ts.info["gdp"])) and not bool(ts.info["illegal_action"])
     rule = EconGymTask("delayed_retirement", num_households=12, horizon=3, households="rule", bc_weights=folder)
