@@ -2,21 +2,22 @@
 as economies of ``Society``: which roles learn, which follow EconGym's rules
 (``rules.py``), the economy's settings, and the task's metric.
 
-``TASKS[name]`` is a ``Task``; ``EconGymTask(name)`` is the environment a learner trains
+``TASKS[name]`` is a ``Task`` (EconGym's 28 and our variants); ``EconGymTask(name)`` is the environment a learner trains
 in (``Society`` wrapped in ``ScriptedRoles`` for the rule roles), registered as
 ``econgym_task``; ``jaxagents list-tasks`` prints the catalogue.
 
-How the tasks map onto EconGym's files: the role types, household count, market and
-settings are the task file's (merged onto EconGym's base config); the learning roles are
-those EconGym trains with PPO/DDPG/SAC in that file, and where it trains none (the
-question is then a comparison of settings, made in EconGym with rules everywhere) the
-authority the question is about learns here. EconGym's households are mostly its
-behaviour-cloned network (``bc``, trained on survey data); here they follow its rule
-households. Where EconGym's government is its Saez government (``saez.py``) it is
-here too: the economy of ``asset_allocation``, ``monopoly`` and ``oligopoly``, and the
-rule baseline of ``optimal_tax`` and ``consumption_tax``, whose learning fiscal authority
-sets an HSV schedule (``Task.rule_society``: the baseline plays in the economy with
-the Saez government's brackets instead).
+How the tasks map onto EconGym's files (``ECONGYM_TASKS``, checked field by field
+against them by ``test_econgym_task_configs.py``): the role types, household count,
+market, parameters and episode length are the task file's as EconGym's ``load_config``
+merges it onto its base config; the learning roles are those EconGym trains with
+PPO/DDPG/SAC in that file (none in 14 files, whose question compares rule economies:
+``EconGymTask`` then needs ``learn=``); the others follow EconGym's rules, its Saez or
+US federal government where the file names them, and its behaviour-cloned households
+(``bc.py``) where the file does and their converted weights are given. Our earlier
+choices (a learning authority where EconGym trains none, other parameters) are
+``OUR_VARIANTS``, named ``<task>_ours``. ``optimal_tax`` compares its learning fiscal
+authority (HSV schedule) with the Saez government (``Task.rule_society``: the baseline
+plays in the economy with the Saez government's brackets instead).
 """
 
 from __future__ import annotations
