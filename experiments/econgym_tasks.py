@@ -42,7 +42,8 @@ CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baseli
 
 def parse():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks", default=None, help="comma-separated task names (default: all 28)")
+    ap.add_argument("--tasks", default=None,
+                    help="comma-separated task names (default: every task with a learning role)")
     ap.add_argument("--seeds", type=int, default=1, help="training seeds per task (default 1)")
     ap.add_argument("--episodes", type=int, default=16, help="evaluation economies per seed (default 16)")
     ap.add_argument("--out", default=None, help="write the results as JSON")
@@ -51,10 +52,11 @@ def parse():
     ap.add_argument("--markdown", default=None, metavar="JSON", help="print the results table of a JSON and exit")
     ap.add_argument("overrides", nargs="*", help="key=value config overrides for every task")
     a = ap.parse_args()
-    a.tasks = list(TASKS) if a.tasks is None else [t.strip() for t in a.tasks.split(",") if t.strip()]
-    unknown = sorted(set(a.tasks) - set(TASKS))
+    learning = [t for t, spec in TASKS.items() if spec.learn]
+    a.tasks = learning if a.tasks is None else [t.strip() for t in a.tasks.split(",") if t.strip()]
+    unknown = sorted(set(a.tasks) - set(learning))
     if unknown:
-        raise SystemExit(f"--tasks: unknown {unknown}; tasks: {sorted(TASKS)}")
+        raise SystemExit(f"--tasks: unknown or without a learning role {unknown}; tasks: {sorted(learning)}")
     if a.seeds < 1 or a.episodes < 1:
         raise SystemExit("--seeds and --episodes must be >= 1")
     if a.update and not (a.out and os.path.isfile(a.out)):

@@ -29,7 +29,7 @@ MAKE_KWARGS = {
     "macro": {"num_households": 16, "num_firms": 2},
     "econgym": {"households": "olg", "governments": ("fiscal", "pension", "central_bank"), "bank": "commercial",
                 "market": "oligopoly", "num_households": 16, "num_firms": 2, "horizon": 40},
-    "econgym_task": {"task": "tre_government", "num_households": 16, "horizon": 40},
+    "econgym_task": {"task": "tre_government_ours", "num_households": 16, "horizon": 40},
     "macro_central_bank": {"num_households": 16, "num_firms": 2},
     "taxation": {"num_workers": 32, "period_length": 4, "num_periods": 3},
     # short steps keep compiles small; the safety filter is covered on navigation here

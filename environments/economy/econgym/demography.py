@@ -3,18 +3,22 @@
 EconGym deletes the rows of the households that die and appends rows for the newborn;
 here the population lives in ``C`` slots with an ``alive`` mask (shapes stay static
 under ``jit``): a death frees a slot, a birth fills the lowest free slot, and births
-beyond the free slots are dropped and counted. Same rules as EconGym's
-``OLG_step`` otherwise, with three deliberate differences (each an accounting leak in
-EconGym, commit d81cd5d):
+beyond the free slots are dropped and counted. ``estates="econgym"`` (the default)
+settles estates by EconGym's ``OLG_step`` rules, accounting leaks included (commit
+d81cd5d):
 
-* the estate is the deceased's own end-of-year wealth (EconGym taxes the start-of-year
-  assets of the first ``k`` households in its arrays, whoever died);
-* the estate tax is collected once (EconGym adds the scalar to every household's tax
-  before summing, so it counts it ``N`` times, and keeps charging it in later years
-  without deaths);
-* with no births, the estates go to the survivors' end-of-year wealth (EconGym adds
-  them to start-of-year assets that are overwritten before they are used, so they
-  vanish).
+* the estate is the start-of-year wealth of the first ``k`` households in its arrays
+  (``k`` the number of deaths), whoever died;
+* the estate tax is added to every household's tax bill (so the government collects
+  it ``N`` times) and, until someone else dies, again every later year
+  (``society_step`` carries it in ``SocietyState.estate_tax``);
+* with births the newborn share the estates; with none, ``estates / N`` is added to
+  the survivors' start-of-year wealth, which the next year overwrites: only the
+  bank's books of the year (and stock holdings) keep it.
+
+``estates="conserving"`` (ours, a named variant) closes those leaks: the estate is the
+deceased's own end-of-year wealth, taxed once, and without births it goes to the
+survivors' end-of-year wealth.
 """
 
 from __future__ import annotations
@@ -36,29 +40,57 @@ def death_probability(age):
     return jnp.asarray(DEATH_RATES, jnp.float32)[band]
 
 
+def older(age, alive):
+    """Everyone alive a year older (``f32[C]``); empty slots keep their age."""
+    return jnp.where(alive, age + 1.0, age)
+
+
 def estate(wealth, exemption, rate):
     """``(inherited, tax)`` of an estate: wealth above ``exemption`` is taxed at ``rate``."""
     inherited = jnp.where(wealth <= exemption, wealth, exemption + (wealth - exemption) * (1.0 - rate))
     return inherited, wealth - inherited
 
 
-def step(key, h, params, stock_price, rng="hash"):
+def step(key, h, params, stock_price, rng="hash", estates="econgym", start_assets=None):
     """Age everyone a year, draw deaths, settle estates and add the newborn.
 
+    EconGym ages every household at every step; deaths and births start in the
+    second year (``society_step`` applies only :func:`older` in the first).
+
     ``h``: a dict of household arrays ``[C]`` with at least ``alive``, ``age``,
-    ``assets`` (end-of-year wealth), ``stock``, ``e_normal``, ``e_star``; every other
-    entry is reset to 0 in a newborn's slot; ``rng`` as in ``jaxagents.core.rng``. Returns ``(h, flows)`` with flows ``deaths``, ``births``,
-    ``births_dropped``, ``estate_tax`` and ``inherited`` (``f32[]``).
+    ``assets`` (end-of-year wealth), ``stock``, ``e_normal``, ``e_star`` and optionally
+    ``order`` (``i32``: each household's row in EconGym's arrays, whose first rows its
+    estate rule reads; newborns get the next ones); every other
+    entry is reset to 0 in a newborn's slot; ``rng`` as in ``jaxagents.core.rng``.
+    ``estates``: ``econgym`` (EconGym's rules, from ``start_assets`` ``f32[C]``, the
+    start-of-year wealth) or ``conserving`` (ours: module docstring). Returns ``(h,
+    flows)`` with flows ``deaths``, ``births``, ``births_dropped``, ``estate_tax``,
+    ``inherited`` and ``bank_inherited`` (the estates the bank counts among this year's
+    start-of-year deposits) (``f32[]``) and ``died`` (``bool[C]``).
     """
     alive = h["alive"]
     c = alive.shape[0]
     u = uniforms(key, (2, c), rng)
     n_before = jnp.sum(alive)
-    age = jnp.where(alive, h["age"] + 1.0, h["age"])
+    age = older(h["age"], alive)
     dies = alive & ((u[0] < death_probability(age)) | (age >= params.max_age))
-    inherited_i, tax_i = estate(h["assets"], params.estate_exemption, params.estate_tax)
-    inherited = jnp.sum(jnp.where(dies, inherited_i, 0.0))
-    estate_tax = jnp.sum(jnp.where(dies, tax_i, 0.0))
+    n_dead = jnp.sum(dies)
+    if estates == "econgym":
+        # EconGym taxes the start-of-year wealth of its first `n_dead` rows, whoever
+        # died (rows by `order`, else the alive slots in slot order)
+        if "order" in h:  # EconGym's row order: survivors in order, the newborn appended
+            rank = jnp.zeros((c,), jnp.int32).at[jnp.argsort(jnp.where(alive, h["order"], jnp.iinfo(jnp.int32).max))
+                                               ].set(jnp.arange(c, dtype=jnp.int32))
+            first_rows = alive & (rank < n_dead)
+        else:
+            first_rows = alive & (jnp.cumsum(alive.astype(jnp.int32)) <= n_dead)
+        inherited_i, tax_i = estate(start_assets, params.estate_exemption, params.estate_tax)
+        inherited = jnp.sum(jnp.where(first_rows, inherited_i, 0.0))
+        estate_tax = jnp.sum(jnp.where(first_rows, start_assets - inherited_i, 0.0))
+    else:
+        inherited_i, tax_i = estate(h["assets"], params.estate_exemption, params.estate_tax)
+        inherited = jnp.sum(jnp.where(dies, inherited_i, 0.0))
+        estate_tax = jnp.sum(jnp.where(dies, tax_i, 0.0))
     stock_value = jnp.sum(jnp.where(dies, h["stock"], 0.0)) * stock_price
     survivors = alive & ~dies
     n_survivors = jnp.sum(survivors)
@@ -80,17 +112,32 @@ def step(key, h, params, stock_price, rng="hash"):
     for name, x in h.items():
         out[name] = jnp.where(newborn, jnp.zeros_like(x), x)
     out["alive"] = survivors | newborn
+    if "order" in h:  # the newborn take the next row numbers, in slot order
+        last = jnp.max(jnp.where(survivors, h["order"], -1))
+        out["order"] = jnp.where(newborn, last + jnp.cumsum(newborn.astype(jnp.int32)), h["order"])
     out["age"] = jnp.where(newborn, params.initial_working_age, age)
-    bequest = jnp.where(births > 0, 0.0, jnp.where(n_survivors > 0, inherited / jnp.maximum(n_survivors, 1), 0.0))
+    if estates == "econgym":
+        # without births EconGym adds inherited / N (N before the deaths) to the
+        # survivors' start-of-year wealth, which the next year overwrites: only the
+        # bank's books and the stock holdings keep it
+        bequest = jnp.where(births > 0, 0.0, inherited / jnp.maximum(n_before, 1))
+        bank_inherited = jnp.where(births > 0, inherited, bequest * n_survivors)
+        stock_bequest = bequest
+        bequest = 0.0
+    else:
+        bequest = jnp.where(births > 0, 0.0, jnp.where(n_survivors > 0, inherited / jnp.maximum(n_survivors, 1), 0.0))
+        bank_inherited = jnp.zeros((), jnp.float32)  # the bank settles the deceased's own deposits
+        stock_bequest = bequest
     out["assets"] = jnp.where(newborn, share, jnp.where(survivors, h["assets"] + bequest, h["assets"]))
     out["stock"] = jnp.where(newborn, share * stock_share / stock_price,
-                             jnp.where(survivors, h["stock"] + bequest * stock_share / stock_price, h["stock"]))
+                             jnp.where(survivors, h["stock"] + stock_bequest * stock_share / stock_price, h["stock"]))
     out["e_normal"] = jnp.where(newborn, h["e_normal"][parent], h["e_normal"])
     out["e_star"] = jnp.where(newborn, h["e_star"][parent], h["e_star"])
     if "e" in h:
         out["e"] = jnp.where(newborn, h["e_normal"][parent] + h["e_star"][parent], h["e"])
     flows = {
-        "deaths": jnp.sum(dies).astype(jnp.float32), "births": births.astype(jnp.float32),
+        "deaths": n_dead.astype(jnp.float32), "births": births.astype(jnp.float32),
         "births_dropped": (wanted - births).astype(jnp.float32), "estate_tax": estate_tax, "inherited": inherited,
+        "bank_inherited": bank_inherited, "died": dies,
     }
     return out, flows

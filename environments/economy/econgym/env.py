@@ -45,9 +45,10 @@ A step, in EconGym's order (``households.py``, ``demography.py``, ``market.py`` 
    tax, pay or receive pensions (overlapping generations), buy goods (a firm sells
    ``min(demand, output)``, every buyer getting the same share of its order) and carry
    the rest as wealth, split between deposits and the risky asset.
-4. Overlapping generations (from the second year): everyone ages a year, deaths by
-   age, estates (taxed above the exemption) go to the newborn, and
-   ``floor(N birth_rate)`` households are born at ``initial_working_age``.
+4. Overlapping generations: everyone ages a year, every year, the first included;
+   from the second year on, deaths by age, estates (taxed above the exemption) go to
+   the newborn, and ``floor(N birth_rate)`` households are born at
+   ``initial_working_age``.
 5. The government's debt grows by interest at the policy rate the bank saw last
    year, its spending (a share of output, plus UBI) less all taxes; the pension fund
    by its return less net pensions.
@@ -276,7 +277,8 @@ class Society(Env):
             tfp=tfp, capital=capital, price=price, wage=wage, output=jnp.zeros((m,)), labour=jnp.zeros((m,)),
             gov_debt=p.real_debt_rate * gdp, gdp=gdp, policy=policy, gov_split=jnp.full((m,), 1.0 / m, jnp.float32),
             bank_rates=jnp.stack([p.init_rate, p.init_rate]), bank_view=jnp.stack([p.init_rate, p.reserve_ratio]),
-            bank_account=jnp.sum(assets), bank_profit=zero, pension_fund=jnp.asarray(1e-8, jnp.float32),
+            bank_account=jnp.sum(assets), bank_profit=zero, pension_fund=jnp.asarray(1e-8, jnp.float32), estate_tax=zero,
+            order=jnp.arange(c, dtype=jnp.int32),
             stock_price=jnp.ones((), jnp.float32), price_index=mk.price_index(price, wage, p.epsilon),
             inflation=zero, growth=zero, money_unit=gdp / n, t=jnp.zeros((), jnp.int32),
             saez=saez.init(p.saez_brackets.shape[0]),

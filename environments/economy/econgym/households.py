@@ -8,11 +8,12 @@ Where these blocks differ from EconGym's code (commit d81cd5d), on purpose:
 
 * the consumption tax is paid: a household spends ``(1 + tau_c)`` times the value of
   the goods it gets (EconGym collects the tax as revenue without taking it from anyone);
-* retirees do not work: their hours are zero before production (EconGym zeroes them
-  after the firms have used them, so retirees produced output without being paid);
 * a universal basic income is paid to every household type (EconGym adds it to the
   income of overlapping-generations households only, while the government pays it to
   all).
+
+As EconGym, retirees' offered hours count in production and are not paid (``step.py``:
+EconGym zeroes them after the firms have used them).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ BANK_TYPES = ("non_profit", "commercial")
 MARKET_TYPES = ("perfect", "monopoly", "oligopoly", "monopolistic_competition")
 OBJECTIVES = ("gdp", "gini", "social_welfare", "mean_welfare", "gdp_gini", "pension_gap")
 TAX_SCHEDULES = ("hsv", "us_federal", "saez", "none")
+ESTATES = ("econgym", "conserving")
 MAX_HOUSEHOLDS = 10**8
 
 
@@ -60,6 +61,10 @@ class SocietyConfig:
             whose rates it sets every ``params.saez_period`` years) or ``none``. Under
             the last three a fiscal authority's ``tau`` and ``xi`` are not used; its
             asset tax and spending are.
+        estates: how overlapping generations settle estates (``demography.py``):
+            ``econgym`` (EconGym's rules, its accounting leaks included) or
+            ``conserving`` (ours: each estate is the deceased's own wealth, taxed once,
+            and none of it vanishes).
     """
 
     households: str = "ramsey"
@@ -71,6 +76,7 @@ class SocietyConfig:
     capacity: int | None = None
     objectives: tuple = ()
     tax_schedule: str = "hsv"
+    estates: str = "econgym"
 
     def __post_init__(self):
         def one_of(name, value, allowed):
@@ -81,6 +87,7 @@ class SocietyConfig:
         one_of("bank", self.bank, BANK_TYPES)
         one_of("market", self.market, MARKET_TYPES)
         one_of("tax_schedule", self.tax_schedule, TAX_SCHEDULES)
+        one_of("estates", self.estates, ESTATES)
         govs = tuple(self.governments) if not isinstance(self.governments, str) else (self.governments,)
         if not govs or len(set(govs)) != len(govs) or any(g not in GOVERNMENT_TYPES for g in govs):
             raise ValueError(f"governments must be a non-empty tuple of distinct types from "
@@ -326,8 +333,6 @@ def check_params(params: SocietyParams) -> None:
         v = np.asarray(getattr(params, name)).tolist()
         if v[0] > v[1] or v[2] > v[3]:
             raise ValueError(f"params.{name} must be [low, high, low, high] with each low <= high, got {v}")
-    if np.any(np.asarray(params.init_fiscal) > np.asarray(params.fiscal_max)):
-        raise ValueError("params.init_fiscal (tau, xi, tau_a, xi_a, G/Y) must not exceed params.fiscal_max")
     if not 0.0 < float(params.save_range[1]) <= 1.0:
         raise ValueError(f"params.save_range[1] must be in (0, 1], got {float(params.save_range[1])}")
 
@@ -343,7 +348,8 @@ class SocietyState:
     ``stock`` (units of the risky asset), ``risky_income`` (last step's gain on it,
     paid in the next step's income), ``age``, ``working_years``, ``pension_account``;
     and of the last step ``income``, ``post_income``, ``consumption`` (CES aggregate),
-    ``hours`` (hours a year), ``pension`` (> 0 received, < 0 contributed).
+    ``hours`` (hours a year), ``pension`` (> 0 received, < 0 contributed); ``order``
+    ``i32[C]`` (each household's row in EconGym's arrays: the newborn are appended).
 
     Firms ``[M]``: ``tfp``, ``capital`` (next step's), ``price``, ``wage`` (per effective
     hour) and of the last step ``output``, ``labour`` (effective hours).
@@ -353,7 +359,8 @@ class SocietyState:
     contribution rate, policy rate, reserve ratio), ``gov_split`` ``f32[M]`` (share of
     government spending per firm), ``bank_rates`` ``f32[2]`` (lending, deposit) and
     ``bank_view`` ``f32[2]`` (the policy rate and reserve ratio the bank last saw),
-    ``bank_account``, ``bank_profit``, ``pension_fund``, ``stock_price``,
+    ``bank_account``, ``bank_profit``, ``pension_fund``, ``estate_tax`` (the estate
+    tax EconGym's rules charge each household until the next deaths), ``stock_price``,
     ``price_index``, ``inflation``, ``growth``, ``money_unit`` (GDP per household at
     reset: the unit observations measure money in), ``t`` ``i32[]``; ``saez`` the Saez
     government's ``SaezState`` (``saez.py``; carried, unused, under other schedules).
@@ -390,6 +397,8 @@ class SocietyState:
     bank_account: jax.Array
     bank_profit: jax.Array
     pension_fund: jax.Array
+    estate_tax: jax.Array
+    order: jax.Array
     stock_price: jax.Array
     price_index: jax.Array
     inflation: jax.Array

@@ -86,12 +86,16 @@ def society_step(env, key, state, actions, p):
     invest_share = (u[:, 2] + 1.0) * 0.5 if cfg.risk_invest else jnp.zeros((c,))
     employer, spend_split = env._employer((u + 1.0) * 0.5)
     old = alive & (state.age >= retire_age) if cfg.olg else jnp.zeros((c,), bool)
+    # EconGym's firms hire the hours every household offers, retirees' included: it
+    # zeroes retirees' hours only afterwards, in the households' step, so they produce
+    # without a wage
+    offered = jnp.where(alive, hours, 0.0)
     hours = jnp.where(alive & ~old, hours, 0.0)
 
     # 2. production ------------------------------------------------------------------
     capital = jnp.maximum(state.capital, 1e-8)
     tfp = mk.tfp_step(k_z, state.tfp, p.sigma_z)
-    labour = env._by_firm(e * hours, employer)
+    labour = env._by_firm(e * offered, employer)
     output, wage_mpl, rental = mk.production(tfp, capital, labour, price, p.alpha)
     if cfg.firms_decide:
         wage = jnp.clip(wage_mpl * jnp.exp(p.wage_step * clean["firm"][:, 1]), p.price_bounds[0], p.price_bounds[1])
@@ -139,33 +143,53 @@ def society_step(env, key, state, actions, p):
     people = dict(alive=alive, age=state.age, assets=wealth, savings=savings, stock=stock,
                   risky_income=risky_income, e_normal=e_normal, e_star=e_star, e=e,
                   working_years=working_years, pension_account=account, income=income,
-                  post_income=post_income, consumption=consumption, hours=hours, pension=pension)
+                  post_income=post_income, consumption=consumption, hours=hours, pension=pension,
+                  order=state.order)
     zero = jnp.zeros((), jnp.float32)
     flows = dict(deaths=zero, births=zero, births_dropped=zero, estate_tax=zero)
     if cfg.olg:
-        aged, demo = demography.step(k_demo, people, p, stock_price, env.rng)
-        first = state.t == 0  # EconGym's runner skips the demography of an episode's first year
-        people = jax.tree.map(lambda new, old_: jnp.where(first, old_, new), aged, people)
+        aged, demo = demography.step(k_demo, people, p, stock_price, env.rng, cfg.estates, state.assets)
+        # EconGym ages every household every year, the first included; only deaths and
+        # births wait for the second year (its step skips them at t == 0)
+        first = state.t == 0
+        older = dict(people, age=demography.older(people["age"], alive))
+        people = jax.tree.map(lambda new, old_: jnp.where(first, old_, new), aged, older)
         flows = {k: jnp.where(first, 0.0, demo[k]) for k in flows}
+        inherited = jnp.where(first, 0.0, demo["bank_inherited"])
+        died = demo["died"] & ~first
+    else:
+        inherited, died = zero, jnp.zeros((c,), bool)
     alive_next = people["alive"]
+    estate_tax_carried = state.estate_tax
+    if cfg.olg and cfg.estates == "econgym":
+        # EconGym adds the last estate tax to every household's bill, this year's
+        # households (the newborn included), every year until the next deaths
+        estate_tax_carried = jnp.where(flows["deaths"] > 0, flows["estate_tax"], state.estate_tax)
+        flows["estate_tax"] = jnp.sum(alive_next).astype(jnp.float32) * estate_tax_carried
+    # EconGym keeps this year's government and bank books after removing this year's
+    # dead: their taxes, pension flows, purchases and start-of-year deposits drop out
+    # of them (the newborn's start-of-year deposit is its inheritance); ours
+    # ("conserving") books everyone who lived the year
+    books = alive & ~died if cfg.estates == "econgym" else alive
 
     # 5. governments -----------------------------------------------------------------
     gov_goods = split * g_share * output
-    revenue = (jnp.sum(income_tax) + jnp.sum(asset_tax) + p.consumption_tax * jnp.sum(spent)
+    revenue = (jnp.sum(jnp.where(books, income_tax + asset_tax + p.consumption_tax * spent, 0.0))
                + flows["estate_tax"])
     n_alive = jnp.sum(alive).astype(jnp.float32)
     spending = jnp.sum(price * gov_goods) + p.ubi * n_alive
     debt_next = gov.debt_step(state.gov_debt, seen_rate, spending, revenue)
     gdp = jnp.sum(price * output)
-    pension_paid = jnp.sum(pension)
-    fund = gov.pension_fund_step(state.pension_fund, p.pension_growth_rate, pension) if cfg.olg \
+    pension_booked = jnp.where(books, pension, 0.0)
+    pension_paid = jnp.sum(pension_booked)
+    fund = gov.pension_fund_step(state.pension_fund, p.pension_growth_rate, pension_booked) if cfg.olg \
         else state.pension_fund
 
     # 6. bank ------------------------------------------------------------------------
     hh_goods = jnp.sum(goods, axis=0)
-    investment = price * (output - gov_goods - hh_goods)
+    investment = price * (output - gov_goods - jnp.sum(jnp.where(books[:, None], goods, 0.0), axis=0))
     capital_next, account_next, bank_profit = mk.bank_step(
-        state.t == 0, state.bank_account, jnp.sum(jnp.where(alive, state.assets, 0.0)),
+        state.t == 0, state.bank_account, jnp.sum(jnp.where(books, state.assets, 0.0)) + inherited,
         jnp.sum(jnp.where(alive_next, people["assets"], 0.0)), capital,
         investment + (1.0 - p.depreciation) * capital, state.gov_debt, debt_next, jnp.stack([r_l, r_d]),
         reserve_ratio, p.depreciation)
@@ -202,7 +226,7 @@ def society_step(env, key, state, actions, p):
         tfp=tfp, capital=capital_next, price=price, wage=wage, output=output, labour=labour,
         gov_debt=debt_next, gdp=gdp, policy=policy, gov_split=split, bank_rates=jnp.stack([r_l, r_d]),
         bank_view=jnp.stack([policy_rate, reserve_ratio]), bank_account=account_next, bank_profit=bank_profit,
-        pension_fund=fund, stock_price=stock_price, price_index=index, inflation=inflation, growth=growth, t=t,
+        pension_fund=fund, estate_tax=estate_tax_carried, order=people["order"], stock_price=stock_price, price_index=index, inflation=inflation, growth=growth, t=t,
         saez=saez_state,
     )
     n_next = jnp.sum(alive_next)
@@ -217,7 +241,8 @@ def society_step(env, key, state, actions, p):
         gdp=gdp, inflation=inflation, growth=growth, price_index=index, tax_revenue=revenue,
         gov_spending=spending, gov_debt=debt_next, pension_fund=fund, pension_paid=pension_paid,
         policy_rate=policy_rate, lending_rate=r_l, deposit_rate=r_d, bank_profit=bank_profit,
-        capital=jnp.sum(capital_next), consumption=jnp.sum(hh_goods), consumption_value=jnp.sum(spent), investment=jnp.sum(investment),
+        capital=jnp.sum(capital_next), consumption=jnp.sum(jnp.where(books[:, None], goods, 0.0)),
+        consumption_value=jnp.sum(jnp.where(books, spent, 0.0)), investment=jnp.sum(investment),
         households=n_next.astype(jnp.float32), wealth_gini=-1.0 if ginis is None else ginis[1],
         income_gini=-1.0 if ginis is None else ginis[3],
         mean_utility=jnp.sum(rewards_hh) / jnp.maximum(n_alive, 1.0), illegal_action=illegal, **flows,

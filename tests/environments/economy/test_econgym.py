@@ -41,7 +41,7 @@ def test_bad_config_is_one_clear_error(kwargs, match):
 @pytest.mark.parametrize("field, value, match", [
     ("alpha", 1.5, r"params.alpha must be finite and in"),
     ("save_range", [0.5, -0.5], r"params.save_range must be \[low, high\]"),
-    ("init_fiscal", [0.7, 0.0, 0.0, 0.0, 0.1], "must not exceed params.fiscal_max"),
+    ("init_fiscal", [11.0, 0.0, 0.0, 0.0, 0.1], r"params.init_fiscal must be finite and in"),
     ("pension_range", [70.0, 60.0, 0.05, 0.2], "params.pension_range must be"),
     ("saez_brackets", [1.0, 2.0, 3.0], "params.saez_brackets must be >= 2 rising cutoffs from 0"),
     ("saez_brackets", [0.0, 5.0, 5.0], "params.saez_brackets must be >= 2 rising cutoffs from 0"),
@@ -94,6 +94,31 @@ def test_mortality_estates_and_annuities():
     inherited, tax = demography.estate(jnp.asarray([5.0, 20.0]), 10.0, 0.4)
     np.testing.assert_allclose(inherited, [5.0, 16.0]) and np.testing.assert_allclose(tax, [0.0, 4.0])
     np.testing.assert_allclose(hh.annuity_factor(jnp.asarray([40.0, 65.0, 70.0, 75.0])), [233, 101, 56, 56])
+
+
+@pytest.mark.parametrize("estates", ["econgym", "conserving"])
+def test_estates_econgyms_rules_and_ours(monkeypatch, estates):
+    """Slot 3 dies (forced by the draw). EconGym's rule taxes the start-of-year wealth
+    of its first row (slot 1, ``order`` 0), whoever died, and without births the
+    bequest leaves no trace in anyone's wealth; ours taxes the deceased's own wealth
+    and gives the rest to the survivors."""
+    p = SocietyParams.make(estate_tax=0.5, estate_exemption=0.0, birth_rate=0.0)
+    monkeypatch.setattr(demography, "uniforms", lambda *a, **k: jnp.asarray([[1.0, 1.0, 1.0, 0.0]] * 2))
+    h = {"alive": jnp.ones(4, bool), "age": jnp.full(4, 30.0), "assets": jnp.asarray([100.0, 200.0, 300.0, 400.0]),
+         "stock": jnp.zeros(4), "e_normal": jnp.ones(4), "e_star": jnp.zeros(4),
+         "order": jnp.asarray([2, 0, 1, 3], jnp.int32)}
+    start = jnp.asarray([10.0, 20.0, 30.0, 40.0])
+    step = jax.jit(demography.step, static_argnames=("rng", "estates"))  # one compile beats ~200 eager ops
+    out, flows = step(jax.random.key(0), h, p, jnp.float32(1.0), rng="hash", estates=estates, start_assets=start)
+    np.testing.assert_array_equal(out["alive"], [True, True, True, False])
+    np.testing.assert_array_equal(out["age"], [31.0, 31.0, 31.0, 31.0])
+    if estates == "econgym":
+        assert float(flows["estate_tax"]) == 10.0 and float(flows["inherited"]) == 10.0
+        np.testing.assert_allclose(out["assets"][:3], [100.0, 200.0, 300.0])
+        assert float(flows["bank_inherited"]) == pytest.approx(10.0 * 3 / 4)
+    else:
+        assert float(flows["estate_tax"]) == 200.0 and float(flows["inherited"]) == 200.0
+        np.testing.assert_allclose(out["assets"][:3], np.asarray([100.0, 200.0, 300.0]) + 200.0 / 3, rtol=1e-6)
 
 
 _top_groups = jax.jit(ob.top_groups)

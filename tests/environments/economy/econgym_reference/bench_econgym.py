@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--households", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--seconds", type=float, default=20.0, help="timed seconds per size (after 3 warm-up steps)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bc", action="store_true",
+                    help="households act by EconGym's behaviour-cloned network (needs torch), timed with the step")
     args = ap.parse_args()
     os.chdir(args.econgym)
     sys.path.insert(0, os.path.abspath("."))
@@ -49,8 +51,18 @@ def main() -> None:
         cfg = build_config(dict(task=args.task, overlay=_overlay(hh={"households_n": n}), name=args.task))
         cfg.Environment.env_core.episode_length = 300
         env = EconomicSociety(cfg.Environment)
-        env.reset()
+        obs = env.reset()
         draw = ActionDrawer(args.seed)
+        if args.bc:  # EconGym's bc_agent.get_action: its network on the private obs, N(mu, 0.01 sigma)
+            import torch
+            from agents.behavior_cloning.bc_agent import bc_agent
+            from agents.rl.models import mlp_net
+            kind = env.households.type
+            d = 3 if "OLG" in kind else 2
+            net = mlp_net(state_dim=d, num_actions=3 if "invest" in kind else 2)
+            paths = {"ramsey": "ramsey_bc_net.pt", "OLG": "OLG_bc_net.pt"}
+            net.load_state_dict(torch.load("agents/behavior_cloning/trained_models/" + paths[kind], weights_only=True))
+            assert bc_agent is not None  # the class whose get_action this reproduces
         steps = resets = 0
         elapsed = 0.0
         t = 0
@@ -59,10 +71,14 @@ def main() -> None:
                     "bank": draw.bank(env, t)}
             acts["market"] = draw.market(env, t, acts["households"])
             start = time.perf_counter()
-            _, _, done = env.step(acts, t)
+            if args.bc:
+                with torch.no_grad():
+                    _, (mu, sigma) = net(torch.tensor(obs["households"][:, -d:], dtype=torch.float32))
+                    acts["households"] = torch.distributions.Normal(mu, 0.01 * sigma).sample().numpy()
+            obs, _, done = env.step(acts, t)
             t += 1
             if done:
-                env.reset()
+                obs = env.reset()
                 resets += 1
                 t = 0
             if steps >= 3:  # warm-up
@@ -70,7 +86,7 @@ def main() -> None:
             steps += 1
         timed = steps - 3
         rate = timed / elapsed
-        print(json.dumps({"task": args.task, "households": n, "env_steps_per_s": rate,
+        print(json.dumps({"task": args.task, "households": n, "bc": args.bc, "env_steps_per_s": rate,
                           "household_steps_per_s": rate * n, "steps": timed, "resets": resets}), flush=True)
 
 
