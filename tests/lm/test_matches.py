@@ -190,8 +190,8 @@ def test_negotiation_against_a_scripted_trader():
     opp = Opponent.build(env, tok, policy, strings)
     params = init_params(CFG, jax.random.PRNGKey(0), scale=0.3)
     games, seat = 4, jnp.arange(4) % 2
-    run = jax.jit(lambda p, k: play(p, CFG, env, tables, k, games, sampling=Sampling(6), max_turns=6,
-                                    prompt_len=1024, opponent=opp, opponent_seat=1 - seat)[0])
+    run = jax.jit(lambda p, k: play(p, CFG, env, tables, k, games, sampling=Sampling(8), max_turns=6,
+                                    prompt_len=2048, opponent=opp, opponent_seat=1 - seat)[0])
     turns = jax.tree_util.tree_map(np.asarray, run(params, jax.random.PRNGKey(0)))
     theirs = turns.active & (turns.player != np.asarray(seat)[None])
     assert theirs.any()
