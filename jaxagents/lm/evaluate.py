@@ -26,7 +26,6 @@ Shapes: ``S`` information states, ``A`` the tree's actions, ``M`` the game's mov
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -227,6 +226,15 @@ def _chunked(fn, arrays, chunk: int):
     return jax.tree_util.tree_map(lambda o: o.reshape(k * chunk, *o.shape[2:])[:s], out)
 
 
+def _legal_moves(exact: ExactGame, num_moves: int) -> np.ndarray:
+    """``bool[S, M]``: the moves the tree's legal actions play at each state."""
+    legal = np.zeros((len(exact.names), num_moves), bool)
+    for a in range(exact.moves.shape[1]):
+        ok = np.asarray(exact.tree.legal)[:, a] & (exact.moves[:, a] >= 0)
+        legal[np.nonzero(ok)[0], exact.moves[ok, a]] = True
+    return legal
+
+
 def _strategy(exact: ExactGame, move_probs: jax.Array) -> jax.Array:
     """``f32[S, A]``: the tree's table from the move probabilities ``f32[S, M]``."""
     moves = jnp.asarray(exact.moves)
@@ -269,6 +277,8 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
         host-built prompts are attached as ``fn.prompts`` (``ids``, ``length``) and the
         game as ``fn.exact``.
     """
+    if not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     exact = env.exact_game() if exact is None else exact
     if tables.choices is None:
         raise ValueError(f"{type(env).__name__}'s moves have no canonical strings: exact evaluation needs them")
@@ -277,11 +287,7 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
         raise ValueError(f"sampling.max_new_tokens={sampling.max_new_tokens} cannot hold a move string of {longest} tokens")
     ids, length = exact_prompts(env, tables, exact, prompt=prompt, max_new_tokens=sampling.max_new_tokens,
                                 prompt_len=prompt_len)
-    legal = np.zeros((len(length), tables.choices.ids.shape[0]), bool)
-    for a in range(exact.moves.shape[1]):  # the moves the tree's legal actions play
-        ok = np.asarray(exact.tree.legal)[:, a] & (exact.moves[:, a] >= 0)
-        legal[np.nonzero(ok)[0], exact.moves[ok, a]] = True
-    legal_j = jnp.asarray(legal)
+    legal_j = jnp.asarray(_legal_moves(exact, tables.choices.ids.shape[0]))
     chunk = max(1, min(int(chunk), len(length)))
     parent = prefix_forest(ids, length)
     extra = int(tables.choices.ids.shape[1])
@@ -322,15 +328,17 @@ def make_sampled_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt:
     ``table`` ``f32[S, A]``, ``counts`` ``f32[S, M]`` (valid replies per move),
     ``invalid`` ``f32[S]`` (invalid replies per state), ``mean_tokens`` ``f32[]``.
     """
+    for name, value in (("samples", samples), ("bootstrap", bootstrap), ("chunk", chunk)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
     exact = env.exact_game() if exact is None else exact
     ids, length = exact_prompts(env, tables, exact, prompt=prompt, max_new_tokens=sampling.max_new_tokens,
                                 prompt_len=prompt_len)
     s, k = len(length), int(samples)
     num_moves = env.num_moves
-    legal = np.zeros((s, num_moves), bool)
-    for a in range(exact.moves.shape[1]):
-        ok = np.asarray(exact.tree.legal)[:, a] & (exact.moves[:, a] >= 0)
-        legal[np.nonzero(ok)[0], exact.moves[ok, a]] = True
+    legal = _legal_moves(exact, num_moves)
     rows_ids = jnp.asarray(np.repeat(ids, k, axis=0))
     rows_len = jnp.asarray(np.repeat(length, k))
     legal_j = jnp.asarray(legal)

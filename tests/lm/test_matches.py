@@ -10,7 +10,6 @@ Connect Four against the search, negotiation against a scripted trader."""
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 
 import jax
