@@ -247,6 +247,15 @@ def _scores(tree: GameTree, table: jax.Array) -> dict:
     return {"exploitability": exploitability(tree, table), "nash_conv": jnp.sum(br - value), "value": value}
 
 
+def _exact_of(env, exact):
+    if exact is not None:
+        return exact
+    if not hasattr(env, "exact_game"):
+        raise ValueError(f"env: {type(env).__name__} has no exact_game() capability (text Kuhn and Leduc have it); "
+                         "pass exact= an ExactGame")
+    return env.exact_game()
+
+
 def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: Prompt = Prompt(),
                          sampling: Sampling = Sampling(), exact: ExactGame | None = None, chunk: int = 128,
                          prompt_len: int = 4096):
@@ -279,7 +288,7 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
     """
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    exact = env.exact_game() if exact is None else exact
+    exact = _exact_of(env, exact)
     if tables.choices is None:
         raise ValueError(f"{type(env).__name__}'s moves have no canonical strings: exact evaluation needs them")
     longest = int(np.max(np.asarray(tables.choices.length)))
@@ -333,7 +342,7 @@ def make_sampled_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    exact = env.exact_game() if exact is None else exact
+    exact = _exact_of(env, exact)
     ids, length = exact_prompts(env, tables, exact, prompt=prompt, max_new_tokens=sampling.max_new_tokens,
                                 prompt_len=prompt_len)
     s, k = len(length), int(samples)
