@@ -135,6 +135,10 @@ def test_bad_sampling_budget_is_refused():
     tok, env, tables, prompt, _ = kuhn()
     with pytest.raises(ValueError, match="max_new_tokens"):
         make_exact_evaluator(CFG, env, tables, prompt=prompt, sampling=Sampling(2))
+    with pytest.raises(ValueError, match="exact_game"):
+        make_exact_evaluator(CFG, jaxagents.make("text_tic_tac_toe"), tables)
+    with pytest.raises(ValueError, match="samples"):
+        make_sampled_evaluator(CFG, env, tables, samples=0)
 
 
 @pytest.mark.slow
