@@ -247,7 +247,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
     (``done`` marks each one's last turn), as a fixed-length rollout of a learner is.
     ``reuse_prefix=False`` reads every prompt whole (the check of prefix caching).
     With ``opponent`` (an ``Opponent``), the seat ``opponent_seat`` (``i32[B]``, 0 or 1
-    per game) is played by it: its turns record its action string's tokens (``logprobs``
+    per game) is played by it: its turns record its reply's tokens (``logprobs``
     0) and its move; the model plays the other seat.
 
     Returns:
@@ -262,7 +262,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         if opponent_seat is None:
             raise ValueError("opponent needs opponent_seat (i32[num_games], the seat it plays in each game)")
         if opponent.tokens.shape[1] > n:
-            raise ValueError(f"the opponent's action strings need {opponent.tokens.shape[1]} tokens; "
+            raise ValueError(f"opponent: its replies need {opponent.tokens.shape[1]} tokens; "
                              f"sampling.max_new_tokens is {n}")
         opponent_seat = jnp.broadcast_to(jnp.asarray(opponent_seat, jnp.int32), (num_games,))
     width = slot_width(tables, n)
