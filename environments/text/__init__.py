@@ -8,7 +8,9 @@ rewards and ends; ``tests/environments/text`` replays games recorded from TextAr
 games' (``jaxagents_environments.games``) wherever TextArena plays the same rules
 (Leduc's betting and the five-resource negotiation are TextArena's own); ``base``
 holds what the text games share (TextArena's message log, its two-player rules, the
-action space over an action-string table); ``actions`` the action-string tables. The
-text machinery that knows no game (pieces, tokenization, grammars over bytes) is
+action space over an action-string table); ``actions`` the action-string tables;
+``exact`` the card games' information states for exact evaluation of a language policy
+(their ``exact_game()``); ``opponents`` the games' scripted opponents. The text
+machinery that knows no game (pieces, tokenization, grammars over bytes) is
 ``jaxagents.lm.text``.
 """

@@ -139,29 +139,43 @@ class TextTables:
 
 @dataclasses.dataclass(frozen=True)
 class Opponent:
-    """A scripted player for ``play``'s ``opponent``: in the seat it plays, its move
-    replaces the model's reply, and later observations echo its action string.
+    """A scripted player for ``play``'s ``opponent``: in the seat it plays, its reply
+    replaces the model's, and later observations echo it.
 
     Attributes:
-        policy: ``(key, state) -> i32[]`` the index into ``env.actions`` of the move to
-            play in one game's state (jit-able; ``play`` vmaps it over games).
-        tokens: ``i32[A, W]`` each action string's tokens; ``length``: ``i32[A]``.
+        policy: ``(key, state) -> i32[]`` the index into ``strings`` of the reply to
+            make in one game's state (jit-able; ``play`` vmaps it over games).
+        strings: the replies it can make (host side).
+        tokens: ``i32[R, W]`` each reply's tokens; ``length``: ``i32[R]``.
+        moves: each reply's move as the game parses it (``i32[R]`` codes, or the game's
+            structured moves stacked over the replies).
 
-    Build with ``Opponent.build(env, tokenizer, policy)``.
+    Build with ``Opponent.build(env, tokenizer, policy, strings)``.
     """
 
     policy: Any
+    strings: tuple
     tokens: Any
     length: Any
+    moves: Any
 
     @classmethod
-    def build(cls, env, tokenizer, policy) -> "Opponent":
-        """``policy`` with the tokens of ``env.actions`` under ``tokenizer``."""
-        seqs = [tokenizer.encode(a) for a in env.actions]
+    def build(cls, env, tokenizer, policy, strings=None) -> "Opponent":
+        """``policy`` replying ``strings`` (default: the game's canonical move strings,
+        indexed by move code) under ``tokenizer``."""
+        if strings is None:
+            codes = np.asarray(env.action_moves)
+            strings = [env.actions[int(np.flatnonzero(codes == m)[0])] for m in range(env.num_moves)]
+        strings = tuple(strings)
+        if not strings:
+            raise ValueError("an opponent needs at least one reply string")
+        seqs = [tokenizer.encode(a) for a in strings]
         ids = np.zeros((len(seqs), max(1, max(len(q) for q in seqs))), np.int32)
         for i, q in enumerate(seqs):
             ids[i, : len(q)] = q
-        return cls(policy, jnp.asarray(ids), jnp.asarray([len(q) for q in seqs], jnp.int32))
+        parsed = [env.parse_text(a) for a in strings]
+        moves = jax.tree_util.tree_map(lambda *m: jnp.asarray(np.stack([np.asarray(x) for x in m])), *parsed)
+        return cls(policy, strings, jnp.asarray(ids), jnp.asarray([len(q) for q in seqs], jnp.int32), moves)
 
 
 def _concat(parts: list[tuple[jax.Array, jax.Array]], width: int) -> tuple[jax.Array, jax.Array]:
@@ -237,7 +251,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
     (``done`` marks each one's last turn), as a fixed-length rollout of a learner is.
     ``reuse_prefix=False`` reads every prompt whole (the check of prefix caching).
     With ``opponent`` (an ``Opponent``), the seat ``opponent_seat`` (``i32[B]``, 0 or 1
-    per game) is played by it: its turns record its action string's tokens (``logprobs``
+    per game) is played by it: its turns record its reply's tokens (``logprobs``
     0) and its move; the model plays the other seat.
     ``deal_groups=G``: games ``b`` and ``b'`` with ``b // G == b' // G`` are dealt from
     the same key (the same cards, the same first player): GRPO's groups of ``G``
@@ -255,7 +269,7 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
         if opponent_seat is None:
             raise ValueError("opponent needs opponent_seat (i32[num_games], the seat it plays in each game)")
         if opponent.tokens.shape[1] > n:
-            raise ValueError(f"the opponent's action strings need {opponent.tokens.shape[1]} tokens; "
+            raise ValueError(f"opponent: its replies need {opponent.tokens.shape[1]} tokens; "
                              f"sampling.max_new_tokens is {n}")
         opponent_seat = jnp.broadcast_to(jnp.asarray(opponent_seat, jnp.int32), (num_games,))
     width = slot_width(tables, n)
@@ -328,8 +342,8 @@ def play(params: dict, cfg: ModelConfig, env, tables: TextTables, key: jax.Array
             move = jax.vmap(env.parse)(data, nbytes)
         if opponent is not None:
             move = jax.tree_util.tree_map(
-                lambda table, m: jnp.where(scripted.reshape((-1,) + (1,) * (m.ndim - 1)), jnp.asarray(table)[act], m),
-                env.action_moves, move)
+                lambda table, m: jnp.where(scripted.reshape((-1,) + (1,) * (m.ndim - 1)), table[act], m),
+                opponent.moves, move)
 
         new_state, ts = jax.vmap(lambda k, s, m: env.step_move(k, s, m, env_params))(
             jax.random.split(k_step, num_games), state, move)

@@ -26,7 +26,6 @@ Shapes: ``S`` information states, ``A`` the tree's actions, ``M`` the game's mov
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -134,10 +133,16 @@ def choice_logprobs(params: dict, cfg: ModelConfig, ids: jax.Array, length: jax.
     ``j``-th tokens of the allowed choices that share ``m``'s first ``j`` tokens (each
     token once); the filters apply to them as ``generate`` applies them to the masked
     vocabulary. (Greedy ties go to the lowest token id, as ``argmax`` does.)"""
-    bsz = ids.shape[0]
-    m, c = choices.ids.shape
-    cache = init_cache(cfg, bsz, ids.shape[1] + c, params["embed"].dtype)
+    cache = init_cache(cfg, ids.shape[0], ids.shape[1] + choices.ids.shape[1], params["embed"].dtype)
     first, cache = forward(params, cfg, ids, cache, length, last_only=True)  # [B, V]
+    return _choice_scores(params, cfg, first, cache, choices, allowed, sampling)
+
+
+def _choice_scores(params, cfg, first, cache, choices, allowed, sampling):
+    """``choice_logprobs`` from the logits at the prompts' last tokens ``f32[B, V]`` and
+    the cache that holds the prompts (room for ``C`` more tokens)."""
+    bsz = first.shape[0]
+    m, c = choices.ids.shape
     rep = KVCache(jnp.repeat(cache.k, m, axis=1), jnp.repeat(cache.v, m, axis=1), jnp.repeat(cache.length, m))
     later, _ = forward(params, cfg, jnp.tile(choices.ids, (bsz, 1)), rep, jnp.tile(choices.length, bsz))
     later = later.reshape(bsz, m, c, -1)
@@ -169,6 +174,49 @@ def choice_logprobs(params: dict, cfg: ModelConfig, ids: jax.Array, length: jax.
     return jnp.where(allowed, total, -jnp.inf)
 
 
+def prefix_forest(ids: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Host side: ``i32[S]`` the state whose prompt is the longest proper prefix of each
+    prompt (-1: none). A player's prompt at a later information state extends its prompt
+    at an earlier one (TextArena's observations only grow), so the prompts form a forest
+    and each needs only its new tokens read after its parent's."""
+    parent = np.full(len(length), -1, np.int64)
+    for s, n in enumerate(length):
+        match = np.cumprod(ids[:, :n] == ids[s, :n][None], axis=1).sum(1)
+        candidate = (length < n) & (length > 0) & (match >= length)
+        if candidate.any():
+            parent[s] = int(np.argmax(np.where(candidate, length, -1)))
+    return parent
+
+
+def shared_prefill(params: dict, cfg: ModelConfig, ids: np.ndarray, length: np.ndarray, parent: np.ndarray,
+                   extra: int) -> tuple[jax.Array, KVCache]:
+    """Read every prompt ``ids`` (host ``i32[S, L]``, ``length``) into one cache of
+    ``L + extra`` slots, each after its ``parent``'s (``prefix_forest``): one forward
+    pass per depth of the forest, over the new tokens only. Returns ``(logits at each
+    prompt's last token f32[S, V], cache)``, as a forward pass over the whole prompts."""
+    s, width = ids.shape
+    depth = np.zeros(s, np.int64)
+    for i in np.argsort(length, kind="stable"):  # a parent is shorter: its depth is known
+        depth[i] = 0 if parent[i] < 0 else depth[parent[i]] + 1
+    cache = init_cache(cfg, s, width + extra, params["embed"].dtype)
+    first = jnp.zeros((s, cfg.vocab_size), jnp.float32)
+    for d in range(int(depth.max()) + 1):
+        rows = np.nonzero(depth == d)[0]
+        start = np.where(parent[rows] >= 0, length[np.maximum(parent[rows], 0)], 0)
+        new = length[rows] - start
+        toks = np.zeros((len(rows), int(new.max())), np.int32)
+        for i, r in enumerate(rows):
+            toks[i, : new[i]] = ids[r, start[i] : length[r]]
+        if d == 0:
+            sub = init_cache(cfg, len(rows), width + extra, params["embed"].dtype)
+        else:
+            sub = KVCache(cache.k[:, parent[rows]], cache.v[:, parent[rows]], jnp.asarray(start, jnp.int32))
+        logits, sub = forward(params, cfg, jnp.asarray(toks), sub, jnp.asarray(new, jnp.int32), last_only=True)
+        cache = KVCache(cache.k.at[:, rows].set(sub.k), cache.v.at[:, rows].set(sub.v), cache.length.at[rows].set(sub.length))
+        first = first.at[rows].set(logits)
+    return first, cache
+
+
 def _chunked(fn, arrays, chunk: int):
     """``fn`` over the leading axis of ``arrays`` in chunks of ``chunk`` rows (``lax.map``)."""
     s = arrays[0].shape[0]
@@ -176,6 +224,15 @@ def _chunked(fn, arrays, chunk: int):
     pad = lambda a: jnp.pad(a, ((0, k * chunk - s),) + ((0, 0),) * (a.ndim - 1)).reshape(k, chunk, *a.shape[1:])
     out = jax.lax.map(lambda xs: fn(*xs), tuple(pad(jnp.asarray(a)) for a in arrays))
     return jax.tree_util.tree_map(lambda o: o.reshape(k * chunk, *o.shape[2:])[:s], out)
+
+
+def _legal_moves(exact: ExactGame, num_moves: int) -> np.ndarray:
+    """``bool[S, M]``: the moves the tree's legal actions play at each state."""
+    legal = np.zeros((len(exact.names), num_moves), bool)
+    for a in range(exact.moves.shape[1]):
+        ok = np.asarray(exact.tree.legal)[:, a] & (exact.moves[:, a] >= 0)
+        legal[np.nonzero(ok)[0], exact.moves[ok, a]] = True
+    return legal
 
 
 def _strategy(exact: ExactGame, move_probs: jax.Array) -> jax.Array:
@@ -188,6 +245,15 @@ def _scores(tree: GameTree, table: jax.Array) -> dict:
     br, _ = best_response(tree, table)
     value = policy_value(tree, table)
     return {"exploitability": exploitability(tree, table), "nash_conv": jnp.sum(br - value), "value": value}
+
+
+def _exact_of(env, exact):
+    if exact is not None:
+        return exact
+    if not hasattr(env, "exact_game"):
+        raise ValueError(f"env: {type(env).__name__} has no exact_game() capability (text Kuhn and Leduc have it); "
+                         "pass exact= an ExactGame")
+    return env.exact_game()
 
 
 def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: Prompt = Prompt(),
@@ -205,8 +271,10 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
             distribution (temperature 0: the greedy move); ``max_new_tokens`` must hold
             every move string.
         exact: the game's ``ExactGame`` (default ``env.exact_game()``).
-        chunk: information states per forward pass (memory: ``chunk * M`` rows of ``C``
-            tokens against ``L`` cached ones).
+        chunk: information states per pass over the move strings (memory: ``chunk *
+            M`` rows of ``C`` tokens against ``L`` cached ones). The prompts are read
+            once into one cache of ``S`` rows, each after the prompt it extends
+            (``shared_prefill``).
         prompt_len: the longest prompt allowed.
 
     Returns:
@@ -218,7 +286,9 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
         host-built prompts are attached as ``fn.prompts`` (``ids``, ``length``) and the
         game as ``fn.exact``.
     """
-    exact = env.exact_game() if exact is None else exact
+    if not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    exact = _exact_of(env, exact)
     if tables.choices is None:
         raise ValueError(f"{type(env).__name__}'s moves have no canonical strings: exact evaluation needs them")
     longest = int(np.max(np.asarray(tables.choices.length)))
@@ -226,16 +296,18 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
         raise ValueError(f"sampling.max_new_tokens={sampling.max_new_tokens} cannot hold a move string of {longest} tokens")
     ids, length = exact_prompts(env, tables, exact, prompt=prompt, max_new_tokens=sampling.max_new_tokens,
                                 prompt_len=prompt_len)
-    legal = np.zeros((len(length), tables.choices.ids.shape[0]), bool)
-    for a in range(exact.moves.shape[1]):  # the moves the tree's legal actions play
-        ok = np.asarray(exact.tree.legal)[:, a] & (exact.moves[:, a] >= 0)
-        legal[np.nonzero(ok)[0], exact.moves[ok, a]] = True
-    ids_j, length_j, legal_j = jnp.asarray(ids), jnp.asarray(length), jnp.asarray(legal)
+    legal_j = jnp.asarray(_legal_moves(exact, tables.choices.ids.shape[0]))
     chunk = max(1, min(int(chunk), len(length)))
+    parent = prefix_forest(ids, length)
+    extra = int(tables.choices.ids.shape[1])
 
     def evaluate(params: dict) -> dict:
-        logp = _chunked(lambda i, n, a: choice_logprobs(params, cfg, i, n, tables.choices, a, sampling),
-                        (ids_j, length_j, legal_j), chunk)
+        first, cache = shared_prefill(params, cfg, ids, length, parent, extra)
+        batch_first = lambda x: jnp.moveaxis(x, 1, 0)  # the cache's rows on the leading axis, for chunks
+        logp = _chunked(
+            lambda f, k, v, n, a: _choice_scores(params, cfg, f, KVCache(jnp.moveaxis(k, 0, 1), jnp.moveaxis(v, 0, 1), n),
+                                                 tables.choices, a, sampling),
+            (first, batch_first(cache.k), batch_first(cache.v), cache.length, legal_j), chunk)
         probs = jnp.exp(logp)
         table = normalize_policy(exact.tree, _strategy(exact, probs))
         return {**_scores(exact.tree, table), "table": table, "move_probs": probs}
@@ -265,15 +337,17 @@ def make_sampled_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt:
     ``table`` ``f32[S, A]``, ``counts`` ``f32[S, M]`` (valid replies per move),
     ``invalid`` ``f32[S]`` (invalid replies per state), ``mean_tokens`` ``f32[]``.
     """
-    exact = env.exact_game() if exact is None else exact
+    for name, value in (("samples", samples), ("bootstrap", bootstrap), ("chunk", chunk)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    exact = _exact_of(env, exact)
     ids, length = exact_prompts(env, tables, exact, prompt=prompt, max_new_tokens=sampling.max_new_tokens,
                                 prompt_len=prompt_len)
     s, k = len(length), int(samples)
     num_moves = env.num_moves
-    legal = np.zeros((s, num_moves), bool)
-    for a in range(exact.moves.shape[1]):
-        ok = np.asarray(exact.tree.legal)[:, a] & (exact.moves[:, a] >= 0)
-        legal[np.nonzero(ok)[0], exact.moves[ok, a]] = True
+    legal = _legal_moves(exact, num_moves)
     rows_ids = jnp.asarray(np.repeat(ids, k, axis=0))
     rows_len = jnp.asarray(np.repeat(length, k))
     legal_j = jnp.asarray(legal)

@@ -31,6 +31,7 @@ from .conftest import tiny_config
 
 TOKENIZER = os.path.join(os.path.dirname(__file__), "..", "data", "lm", "qwen2")
 CFG = tiny_config("llama", vocab_size=512)
+EV_SAMPLING = Sampling(6)
 MOVE_LOGITS = {"check": 20.0, "bet": 21.098612, "call": 20.0, "fold": 20.405465}  # bet : check 3 : 1, fold : call 3 : 2
 
 
@@ -40,7 +41,7 @@ def kuhn():
     env = jaxagents.make("text_kuhn_poker")
     tables = TextTables.build(env, tok)
     prompt = Prompt(prefix=tuple(tok.encode("Play well.\n")), suffix=tuple(tok.encode(" Answer:")))
-    ev = make_exact_evaluator(CFG, env, tables, prompt=prompt, sampling=Sampling(6))
+    ev = make_exact_evaluator(CFG, env, tables, prompt=prompt, sampling=EV_SAMPLING)
     return tok, env, tables, prompt, ev
 
 
@@ -90,8 +91,8 @@ def test_a_model_with_a_known_strategy_has_its_exploitability():
 
 
 @pytest.mark.parametrize("sampling", [
-    Sampling(6, temperature=0.7, top_p=0.8),
-    pytest.param(Sampling(6), marks=pytest.mark.slow),
+    Sampling(6),
+    pytest.param(Sampling(6, temperature=0.7, top_p=0.8), marks=pytest.mark.slow),
     pytest.param(Sampling(6, temperature=1.3, top_k=2), marks=pytest.mark.slow),
 ])
 def test_move_probabilities_are_those_generate_samples_with(sampling):
@@ -111,6 +112,10 @@ def test_move_probabilities_are_those_generate_samples_with(sampling):
     want = np.asarray(logp)[np.repeat(np.arange(4), reps), np.asarray(gen.choice)]
     np.testing.assert_allclose(got, want, atol=1e-4)
     assert np.all(np.isfinite(want))
+    if sampling == EV_SAMPLING:  # the evaluator reads each prompt after the prompt it extends: the same numbers
+        out = jax.jit(ev)(params)
+        np.testing.assert_allclose(out["move_probs"][states], jnp.exp(logp), atol=1e-5)
+        assert float(jnp.abs(out["table"] - 0.5).max()) > 0.01  # not the uniform policy
 
 
 @pytest.mark.slow
@@ -130,6 +135,10 @@ def test_bad_sampling_budget_is_refused():
     tok, env, tables, prompt, _ = kuhn()
     with pytest.raises(ValueError, match="max_new_tokens"):
         make_exact_evaluator(CFG, env, tables, prompt=prompt, sampling=Sampling(2))
+    with pytest.raises(ValueError, match="exact_game"):
+        make_exact_evaluator(CFG, jaxagents.make("text_tic_tac_toe"), tables)
+    with pytest.raises(ValueError, match="samples"):
+        make_sampled_evaluator(CFG, env, tables, samples=0)
 
 
 @pytest.mark.slow
@@ -224,7 +233,7 @@ def test_leduc_prompts_are_those_play_builds_and_its_value_is_the_played_one():
     # the exact self-play value (chips won by player 0) is what played games win
     params = init_params(CFG, jax.random.PRNGKey(5), scale=0.3)
     value = float(jax.jit(ev)(params)["value"][0])
-    games = 2048
+    games = 512
     run = jax.jit(lambda p, k: play(p, CFG, env, tables, k, games, sampling=Sampling(6), max_turns=10,
                                     prompt_len=1024, constrained=True)[1])
     state = run(params, jax.random.PRNGKey(11))
