@@ -18,7 +18,12 @@ TextArena's rules, as its code plays them:
 * The round's winner (the other player on a fold, the higher card at a showdown)
   takes the pot, which TextArena keeps at 2 chips whatever was bet: each round moves
   exactly one chip. After the last round the player with more chips wins (+1/-1),
-  equal chips draw (0/0); these are the only rewards.
+  equal chips draw (0/0); these are the only rewards. So betting costs nothing and
+  folding never pays: TextArena's game is not Kuhn poker's. ``payoff="chips"`` keeps
+  TextArena's text and pays Kuhn poker's payoffs instead -- each hand, the chips won
+  or lost with an ante of 1 and a bet of 1 (+-1 or +-2) -- the game whose equilibria
+  and exploitability ``exact_game`` measures, and the one a learner must train on to
+  approach them.
 * Messages: each player's card at the start of a round, with the available moves for
   the starting player; the other player gets the card message *twice* (TextArena
   sends the card message again where the starting player gets its moves); each
@@ -95,12 +100,18 @@ class TextKuhnPoker(TextGame):
         error_allowance: invalid moves in a row a player may make before the next
             one loses the game (TextArena's default: 1; 0: the first one loses).
         actions: the action-string table (default: ``actions.KUHN_POKER``).
+        payoff: ``"textarena"`` (TextArena's outcome: +1/-1/0 for the game, at its end)
+            or ``"chips"`` (Kuhn poker's payoff of every hand, at its end).
     """
 
     num_moves = 4
+    PAYOFFS = ("textarena", "chips")
 
-    def __init__(self, max_rounds: int = 3, error_allowance: int = 1, actions=None):
+    def __init__(self, max_rounds: int = 3, error_allowance: int = 1, actions=None, payoff: str = "textarena"):
         self.max_rounds = n = check_positive_int("max_rounds", max_rounds)
+        if payoff not in self.PAYOFFS:
+            raise ValueError(f"payoff must be one of {self.PAYOFFS}, got {payoff!r}")
+        self.payoff = payoff
         if not isinstance(error_allowance, (int, np.integer)) or isinstance(error_allowance, bool) or error_allowance < 0:
             raise ValueError(f"error_allowance must be a non-negative int, got {error_allowance!r}")
         self.kuhn = KuhnPoker(num_hands=n)
@@ -223,7 +234,11 @@ class TextKuhnPoker(TextGame):
         out = jax.tree_util.tree_map(lambda a, b: jnp.where(hand_over, a, b), ended, going)
         done = hand_over & last
         margin = jnp.sign(chips[0] - chips[1]).astype(jnp.float32)
-        reward = jnp.where(done, jnp.stack([margin, -margin]), 0.0)
+        if self.payoff == "chips":  # Kuhn poker's payoff of the hand (TextArena player t is role 1 - t)
+            hand_payoff = jnp.stack([ts.reward["player_1"][0], ts.reward["player_0"][0]]).astype(jnp.float32)
+            reward = jnp.where(hand_over, hand_payoff, 0.0)
+        else:
+            reward = jnp.where(done, jnp.stack([margin, -margin]), 0.0)
         return out, done, reward
 
     def _invalid_reason(self, state, move):

@@ -210,3 +210,28 @@ def test_language_model_loop(env, tokenizers):
         state, slots, slot_len, obs, ids, count = turn(state, slots, slot_len, jnp.array(gen + [0] * (16 - len(gen))), len(gen))
         echoes.append(echo_text(r))
         assert tok.decode(np.asarray(ids)[: int(count)].tolist()) == env.render_observation(obs, echoes)
+
+
+def test_chips_payoff_is_kuhn_pokers():
+    """``payoff="chips"``: every line of play pays Kuhn poker's payoff for its hand (ante 1,
+    bet 1), to both players, at the hand's end; the text is TextArena's."""
+    game = TextKuhnPoker(max_rounds=2, payoff="chips")
+    reset, step = jax.jit(game.reset_with_deals), jax.jit(game.step_move)
+    # (first mover's line, who has the higher card: the first mover?) -> first mover's payoff
+    lines = {(CHECK, CHECK): 1, (BET, FOLD): 1, (BET, CALL): 2, (CHECK, BET, FOLD): -1, (CHECK, BET, CALL): 2}
+    key = jax.random.PRNGKey(0)
+    for moves, pay in lines.items():
+        for first_high in (True, False):
+            # hand 1 starts with TextArena's player 1; give it the K or the J
+            deals = jnp.array([[0, 2] if first_high else [2, 0], [1, 0]], jnp.int32)
+            state, ts = reset(deals)
+            total = np.zeros(2)
+            for m in moves:
+                state, ts = step(key, state, jnp.asarray(m, jnp.int32))
+                total += np.asarray([ts.reward[r][0] for r in game.roles])
+            showdown = FOLD not in moves
+            expected = pay if (first_high or not showdown) else -pay
+            assert total[1] == expected and total[0] == -expected, (moves, first_high, total)
+            assert not bool(ts.terminated)  # a second hand follows
+    with pytest.raises(ValueError, match="payoff"):
+        TextKuhnPoker(payoff="pot")
