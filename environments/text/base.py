@@ -362,6 +362,17 @@ class TextGame(Env):
                  for u, a in enumerate(acts.tolist())]
         return self.pieces.table.render(ids, texts)
 
+    def text_opponents(self) -> dict:
+        """The game's scripted opponents for evaluating a language policy (capability):
+        ``{name: (policy(key, state) -> move, reply strings or None)}``
+        (``jaxagents_environments.text.opponents``); ``{}`` for a game without them."""
+        from jaxagents_environments.text.opponents import opponents
+
+        try:
+            return opponents(self)
+        except ValueError:
+            return {}
+
     def legal_actions(self, state: TextState) -> jax.Array:
         """``bool[A]``: the action strings that are valid moves for the player to act."""
         legal = self._legal_moves(state)

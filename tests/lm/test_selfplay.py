@@ -249,3 +249,20 @@ def test_multigame_mixes_games_with_a_baseline_per_game_and_role():
     # Kuhn's games all end within 6 turns: its cells moved; a cell moves only with finished games
     assert np.all(np.asarray(state.baseline[0, :2]) != 0) or float(m["selfplay/TextKuhnPoker/return_seat0"]) == 0
     assert np.isfinite(float(m["loss"]))
+
+
+@pytest.mark.slow
+def test_tic_tac_toe_logs_the_greedy_policy_against_minimax():
+    """The game's scripted opponents become evaluations: Tic-Tac-Toe's minimax, half the
+    games in each seat, the model greedy and constrained (never an invalid move)."""
+    import jaxagents
+
+    cfg = LanguageSelfPlayConfig(num_envs=2, num_steps=9, total_timesteps=18, prompt_len=640, max_new_tokens=4,
+                                 eval_games=4)
+    learner = selfplay.make_train(cfg, jaxagents.make("text_tic_tac_toe"))
+    m = jax.jit(learner.evaluate)(learner.init(jax.random.key(0)), jax.random.key(1))
+    prefix = "eval/TextTicTacToe/minimax/"
+    assert float(m[prefix + "invalid_rate"]) == 0 and float(m[prefix + "win"]) == 0  # minimax is never beaten
+    assert abs(float(m[prefix + "win"] + m[prefix + "draw"] + m[prefix + "loss"] + m[prefix + "unfinished"]) - 1) < 1e-6
+    assert float(m[prefix + "response_tokens"]) == 3.0
+    assert learner.fitness.names == (prefix + "win",)

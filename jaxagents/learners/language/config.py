@@ -114,7 +114,8 @@ class LanguageSelfPlayConfig(CommonConfig):
             per-token ratio, ``update_epochs`` x ``num_minibatches`` steps).
         ent_coef: weight of the per-token entropy bonus; kl_coef: weight of the KL to the
             frozen initial model (the k3 estimator per token; 0: none).
-        eval_every: updates between the games' evaluations.
+        eval_every: updates between the games' evaluations; eval_games: games of each
+            match against a game's scripted opponents (even; 0: no matches).
     """
 
     num_envs: int = 64
@@ -143,6 +144,7 @@ class LanguageSelfPlayConfig(CommonConfig):
     ent_coef: float = 0.0
     kl_coef: float = 0.0
     eval_every: int = 10
+    eval_games: int = 32
 
     def __post_init__(self):
         self.check_common()
@@ -156,6 +158,9 @@ class LanguageSelfPlayConfig(CommonConfig):
         object.__setattr__(self, "games", tuple(_game_spec(i, g) for i, g in enumerate(self.games or ())))
         for name in ("prompt_len", "max_new_tokens", "group_size", "update_epochs", "num_minibatches", "eval_every"):
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
+        object.__setattr__(self, "eval_games", check_int("eval_games (0: no matches)", self.eval_games, low=0))
+        if self.eval_games % 2:
+            raise ValueError(f"eval_games must be even (half the games in each seat), got {self.eval_games}")
         object.__setattr__(self, "temperature", check_float("temperature (> 0: a sampled policy)", self.temperature,
                                                             low=0.0, low_open=True))
         object.__setattr__(self, "constrained", check_bool("constrained", self.constrained))

@@ -9,7 +9,12 @@ through its capabilities, reported by the learner under ``eval/{name}/...``:
   temperature (``jaxagents.lm.evaluate.make_exact_evaluator``: every information state
   rendered to its prompt, the legal moves' probabilities read off one forward pass),
   and of its greedy policy (``greedy_exploitability``), plus each seat's expected payoff
-  in self-play.
+  in self-play;
+* ``text_opponents()`` (Tic-Tac-Toe's minimax, Connect Four's search and random player,
+  the negotiation's scripted negotiators): ``eval_games`` games of the greedy policy
+  against each (half in each seat; ``jaxagents.lm.matches``): win, draw and loss rates
+  (losses per seat too), invalid-move rate and mean response length, under
+  ``eval/{game}/{opponent}/...``. ``eval_games: 0`` leaves matches out.
 """
 
 from __future__ import annotations
@@ -21,12 +26,30 @@ def game_evaluations(policy, envs, env_params, config) -> dict:
     """``{name: fn(params, key) -> metrics}`` for the games ``envs`` played by ``policy``
     (a ``LanguagePolicy``) with ``config``'s prompt and sampling settings; one name per
     game that offers an evaluation (its registered id's class name)."""
+    from jaxagents.lm.episode import Opponent
     from jaxagents.lm.evaluate import make_exact_evaluator
+    from jaxagents.lm.matches import make_match_evaluator
 
     out = {}
     for i, (env, tables) in enumerate(zip(envs, policy.tables)):
         name = type(env).__name__ if i == 0 else f"{type(env).__name__}{i}"
-        if not (config.constrained and hasattr(env, "exact_game")):
+        constrained = config.constrained and tables.choices is not None
+        if config.eval_games and hasattr(env, "text_opponents"):
+            for opp_name, (policy_fn, strings) in env.text_opponents().items():
+                opponent = Opponent.build(env, policy.tokenizer, policy_fn, strings)
+                match = make_match_evaluator(policy.cfg, env, tables, opponent, num_games=config.eval_games,
+                                             sampling=Sampling(config.max_new_tokens, temperature=0.0),
+                                             max_turns=config.num_steps, prompt_len=config.prompt_len,
+                                             prompt=policy.prompt, constrained=constrained)
+
+                def evaluate_match(params, key, match=match):
+                    m = match(params, key)
+                    return {"win": m["win"], "draw": m["draw"], "loss": m["loss"], "unfinished": m["unfinished"],
+                            "loss_seat0": m["loss_by_seat"][0], "loss_seat1": m["loss_by_seat"][1],
+                            "invalid_rate": m["invalid_rate"], "response_tokens": m["mean_response_tokens"]}
+
+                out[f"{name}/{opp_name}"] = evaluate_match
+        if not (constrained and hasattr(env, "exact_game")):
             continue
         kw = dict(prompt=policy.prompt, prompt_len=config.prompt_len)
         sampled = make_exact_evaluator(policy.cfg, env, tables, **kw,
