@@ -99,11 +99,16 @@ exact = make_exact_evaluator(policy.cfg, env, policy.tables[0], prompt_len=320, 
 out = exact(policy.params(state.params, state.frozen))
 table = np.asarray(out["table"])
 names = exact.exact.names
-aggressive = table[:, 1]  # the tree's action 1: bet / call
-print(f"{'information state':<28} {'P(bet or call)':>15}")
-for name, p in zip(names, aggressive):
-    print(f"{name:<28} {p:>15.3f}")
-print(f"exploitability {float(out['exploitability']):.4f}")
+aggressive = dict(zip(names, table[:, 1]))  # the tree's action 1: bet / call
+alpha = float(np.clip(aggressive["0"], 0.0, 1 / 3))
+equilibrium = {"0": alpha, "1": 0.0, "2": 3 * alpha, "0pb": 0.0, "1pb": alpha + 1 / 3, "2pb": 1.0,
+               "0p": 1 / 3, "1p": 0.0, "2p": 1.0, "0b": 0.0, "1b": 1 / 3, "2b": 1.0}
+card = {"0": "J", "1": "Q", "2": "K"}
+where = {"": "first to act", "pb": "checked, facing a bet", "p": "second, after a check", "b": "second, facing a bet"}
+print(f"{'card':<5} {'situation':<24} {'model P(bet/call)':>18} {'equilibrium (alpha=%.2f)' % alpha:>24}")
+for name in ["0", "1", "2", "0pb", "1pb", "2pb", "0p", "1p", "2p", "0b", "1b", "2b"]:
+    print(f"{card[name[0]]:<5} {where[name[1:]]:<24} {aggressive[name]:>18.3f} {equilibrium[name]:>24.3f}")
+print(f"exact exploitability {float(out['exploitability']):.4f} (an equilibrium: 0; uniform play: 0.458)")
 """)
 
 nb = nbf.v4.new_notebook()
