@@ -30,7 +30,7 @@ nbclient = pytest.importorskip("nbclient")
 # slow checks (CI runs them after the default suite)
 # and the notebooks that train (economy, selfplay: 40-50 s each; robots, meanfield: ~20 s),
 # so that the default suite keeps its 10 minutes; quickstart and games stay in it
-SLOW = {"populations", "selfplay", "economy", "robots", "meanfield"}
+SLOW = {"populations", "selfplay", "economy", "robots", "meanfield", "lm_selfplay"}
 
 
 @pytest.mark.parametrize(

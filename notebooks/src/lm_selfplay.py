@@ -38,7 +38,7 @@ from jaxagents.lm.generate import Sampling
 SMALL = os.environ.get("JAXAGENTS_SMALL") == "1"
 UPDATES = 4 if SMALL else 150
 EVAL_EVERY = 2 if SMALL else 10
-env = jaxagents.make("text_kuhn_poker", max_rounds=1)
+env = jaxagents.make("text_kuhn_poker", max_rounds=1, payoff="chips")
 config = LanguageSelfPlayConfig(num_envs=16 if SMALL else 64, num_steps=3, total_timesteps=(16 if SMALL else 64) * 3 * UPDATES,
                                 prompt_len=320, max_new_tokens=4, lr=3e-3, advantage="rae",
                                 ent_coef=0.05, eval_every=EVAL_EVERY)
