@@ -76,11 +76,13 @@ from jaxagents import config as configs
 from jaxagents import tracking
 from jaxagents.checkpoint import Checkpointer
 from jaxagents.population.distributed import gather, wait_for_all
-from jaxagents.preemption import Preempted, Preemption
+from jaxagents import segments
+from jaxagents.population import peers
+from jaxagents.preemption import Preempted, Preemption, exit_status, jax_sync_point, signal_name
 from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
 from jaxagents.learners.skeleton.interface import MEMBERS_FILE
 from jaxagents.results import Progress, final_metrics, format_results
-from jaxagents.rundir import RunLock, check_new_run_dir, default_run_dir, lay_out
+from jaxagents.rundir import RunDirGone, RunLock, Watch, check_new_run_dir, default_run_dir, lay_out  # noqa: F401
 from jaxagents.rundir import primary as _primary
 
 # The embedded default, the first run a newcomer sees: Kuhn poker self-play with
@@ -95,6 +97,7 @@ DEFAULT: dict[str, Any] = {
     "seed": 0,
     "num_seeds": 1,
     "checkpoint_every": 250,
+    "checkpoint_seconds": 20,  # and at least every 20 s: a 30 s preemption notice finds a checkpoint near
     "keep_checkpoints": 3,
     "log": {"progress": True, "tensorboard": False, "wandb_project": None},
     "population": None,  # a population: section (jaxagents.population.config) trains P members
@@ -225,11 +228,6 @@ def _check_memory(learner, keys, quiet: bool) -> None:
 # ----------------------------------------------------------------------- running
 
 
-def _shared_update(state):
-    """``state`` with its per-seed update counters ``i32[S]`` (all equal) as one scalar."""
-    return state.replace(update=state.update[0])
-
-
 def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
     """The row of update 0: the learner's evaluation of the initial state, restricted
     to the evaluations the run logs (``logged``: the names of its metrics), so that
@@ -317,10 +315,27 @@ def run(
         overwrite: delete the run in ``run_dir`` first.
 
     Raises ``ValueError`` (one line) for a bad config or run directory, before
-    anything is written, and ``TrainingDiverged`` when losses or parameters become
-    non-finite.
+    anything is written, ``TrainingDiverged`` when losses or parameters become
+    non-finite, ``Preempted`` after a SIGTERM or SIGINT (its checkpoint written),
+    ``RunWriteError`` / ``RunDirGone`` when the run's files cannot be written.
     """
     primary = _primary()
+    config, run_dir = _arguments(config, run_dir, resume, overwrite, primary)
+    peers.check_same_launch(config, run_dir, resume)  # several processes: the same facts, or one line
+    lock = _lock(run_dir, resume, overwrite, primary)
+    hint = " with the same command on every process" if jax.process_count() > 1 else ""
+    try:
+        # SIGTERM / Ctrl-C: stop at the next checkpoint, a second one at once (jaxagents.preemption);
+        # a peer lost: every survivor stops within JAXAGENTS_PEER_TIMEOUT (jaxagents.population.peers)
+        with Preemption(run_dir=run_dir, resume_hint=hint) as guard, peers.watch(guard):
+            return _run(config, run_dir, resume, quiet, overwrite, primary, guard)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _arguments(config, run_dir, resume: bool, overwrite: bool, primary: bool) -> tuple[dict, str]:
+    """The checked config and run directory of ``run``, before anything is written."""
     if resume:
         if run_dir is None:
             raise ValueError("resume needs the run directory")
@@ -329,21 +344,15 @@ def run(
         config = read_run_config(run_dir)
         if not os.access(run_dir, os.W_OK):
             raise ValueError(f"cannot resume {run_dir!r}: the directory is not writable")
-    else:
-        config = prepare(config)
-        if run_dir is None:
-            if jax.process_count() > 1:
-                raise ValueError("a run over several processes needs an explicit run_dir, the same on every process")
-            run_dir = default_run_dir(config)
-        if primary:  # the others would find process 0's directory already laid out
-            check_new_run_dir(run_dir, overwrite)
-    lock = _lock(run_dir, resume, overwrite, primary)
-    try:
-        with Preemption() as preemption:  # SIGTERM: stop at the next checkpoint (jaxagents.preemption)
-            return _run(config, run_dir, resume, quiet, overwrite, primary, preemption)
-    finally:
-        if lock is not None:
-            lock.release()
+        return config, run_dir
+    config = prepare(config)
+    if run_dir is None:
+        if jax.process_count() > 1:
+            raise ValueError("a run over several processes needs an explicit run_dir, the same on every process")
+        run_dir = default_run_dir(config)
+    if primary:  # the others would find process 0's directory already laid out
+        check_new_run_dir(run_dir, overwrite)
+    return config, run_dir
 
 
 def _lock(run_dir: str, resume: bool, overwrite: bool, primary: bool) -> RunLock | None:
@@ -376,9 +385,10 @@ def _lock(run_dir: str, resume: bool, overwrite: bool, primary: bool) -> RunLock
 
 
 def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool, primary: bool,
-         preemption: Preemption) -> dict:
-    """``run`` once the run directory is this run's (``_lock``)."""
-    S = config["num_seeds"]
+         guard: Preemption) -> dict:
+    """``run`` once the run directory is this run's (``_lock``), phase by phase: build
+    and check, lay out, restore, train in calls and checkpoints, stop or finish."""
+    t0 = time.perf_counter()
     show = config["log"].get("progress", True) and not quiet
     progress = Progress(0, show and primary)
     # the learner's own checks run here, before anything is written. The per-update host
@@ -387,140 +397,27 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
     learner = build(config, callback=progress if show else None)
     if primary:
         tracking.check_sinks(config["log"])
-    keys = jax.random.split(jax.random.key(config["seed"]), S)
+    keys = jax.random.split(jax.random.key(config["seed"]), config["num_seeds"])
     _check_memory(learner, keys, quiet or not primary)
     if not resume and primary:
         lay_out(run_dir, config, overwrite)
-    U = learner.num_updates
-    progress.total = U
-    every = config["checkpoint_every"] or U
-
-    t0 = time.perf_counter()
-    state = init_states(learner, keys)
-    ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
-    metrics_path = os.path.join(run_dir, "metrics.jsonl")
-    results_path = os.path.join(run_dir, "results.json")
-    restored = None
-    if resume and ckpt.all_steps():
-        state, restored, skipped = ckpt.restore_newest(state, move_aside=primary)
-        if jax.process_count() > 1:  # process 0 has moved broken checkpoints aside: all see the same steps
-            from jax.experimental import multihost_utils
-
-            multihost_utils.sync_global_devices("jaxagents: checkpoints restored")
-            ckpt.reload()
-        for message in skipped if primary else ():
-            warn(message)
-    done = int(np.asarray(state.update)[0])
-    if primary:
-        _record_placement(learner, run_dir, quiet, restored)
-    if resume and done >= U and os.path.isfile(results_path):  # finished already: its figures stand
-        ckpt.close()
-        progress.close()
-        with open(results_path) as f:
-            results = json.load(f)
-        if not quiet and primary:
-            print(format_results(results))
-        return results
-    sinks, members_sink = [], None
-    if primary:
-        try:
-            tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
-            sinks = tracking.make_sinks(config["log"], run_dir, config)
-            if learner.members is not None:  # the members' own rows (fitness, lineage, schedules)
-                members_sink = tracking.JsonlSink(os.path.join(run_dir, MEMBERS_FILE))
-                members_sink.truncate_after(done if restored is not None else -1)
-        except OSError as e:
-            ckpt.close()
-            progress.close()
-            raise _write_failed(e, "the run's logs (rows past the checkpoint are dropped)", metrics_path, run_dir,
-                                restored) from None
-
-    compiled = {}  # segment length -> compiled program (at most two lengths)
-    compile_s, train_s, trained_steps = 0.0, 0.0, 0
-    start_due = done == 0  # evaluate the initial state: the start of every evaluation curve
-    diverged, stopped = None, False
+    t = _Training(config, run_dir, learner, guard, Watch(run_dir), primary)
+    progress.total = learner.num_updates
     try:
-        while done < U:
-            n = min(every, U - done)
-            if n not in compiled:
-                tc = time.perf_counter()
-                body = lambda s, n=n: jax.lax.scan(lambda c, _: learner.update(c), s, None, n)  # noqa: E731
-                # Seeds advance in lockstep, so the update counter is vmapped as one shared
-                # scalar: a `lax.cond` on it (evaluate every K updates) stays a branch
-                # instead of becoming a select that evaluates on every update.
-                axes = jax.tree.map(lambda _: 0, state).replace(update=None)
-                compiled[n] = jax.jit(jax.vmap(body, in_axes=(axes,), out_axes=(axes, 0))).lower(_shared_update(state)).compile()
-                wait_for_all(f"compiled a segment of {n} updates")  # start it together (gloo's 30 s connect limit)
-                compile_s += time.perf_counter() - tc
-            if start_due:
-                start_due = False
-                start = _start_rows(learner, state, config, compiled[n].out_info[1])
-                for s in sinks:
-                    s.write(start)
-            ts = time.perf_counter()
-            state, metrics = compiled[n](_shared_update(state))
-            state = state.replace(update=jnp.broadcast_to(state.update, (S,)))
-            metrics = gather(metrics)  # host arrays; from every process when sharded over hosts
-            train_s += time.perf_counter() - ts
-            done = int(np.asarray(state.update)[0])
-            rows, member_rows = learner.log_rows(metrics, S)
-            if rows and rows[-1]["update"]:
-                trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
-            try:
-                for s in sinks:
-                    s.write(rows)
-                if members_sink is not None:
-                    members_sink.write(member_rows)
-            except OSError as e:  # resuming drops rows past the last checkpoint (and a half-written line)
-                raise _write_failed(e, f"the metrics of updates up to {done}", metrics_path, run_dir, restored) from None
-            diverged = _divergence(rows, learner.member_states(state).params)
-            if diverged:
-                break
-            try:
-                ckpt.save(done, state, config, {"update": done, **{k: v for k, v in rows[-1].items() if not k.endswith("@seeds")}})
-            except OSError as e:
-                raise _write_failed(e, f"the checkpoint of update {done}", os.path.join(run_dir, "checkpoints", str(done)),
-                                    run_dir, restored) from None
-            restored = done
-            if done < U and preemption.stop_agreed(done):  # every process: a collective at each boundary
-                stopped = True
-                break
+        state = t.restore(init_states(learner, keys), resume)
+        if primary:
+            _record_placement(learner, run_dir, quiet, t.restored)
+        if resume and t.done >= learner.num_updates and os.path.isfile(t.results_path):
+            return _already_finished(t.results_path, quiet or not primary)  # its figures stand
+        t.open_logs()
+        t.train(state)
+        t.raise_if_stopped()
+        if t.watch.problem():  # before the last files: a directory gone is not written again
+            raise t.watch.error(t.watch.problem(), t.done, t.restored)
     finally:
         progress.close()
-        for s in sinks:
-            s.close()
-        ckpt.close()
-    if stopped:
-        every_process = " with the same command on every process" if jax.process_count() > 1 else ""
-        raise Preempted(f"stopped on SIGTERM after update {done} of {U}, its checkpoint written "
-                        f"({os.path.join(run_dir, 'checkpoints', str(done))}): continue the run with "
-                        f"`jaxagents train --resume {run_dir}`{every_process}")
-    if diverged:
-        last = (
-            f"the last good checkpoint is {os.path.join(run_dir, 'checkpoints', str(restored))} (update {restored})"
-            if restored is not None
-            else "no checkpoint was written before it"
-        )
-        raise TrainingDiverged(
-            f"training diverged: {diverged}; the diverged state was not checkpointed, {last}; "
-            f"the metrics up to it are in {metrics_path} (non-finite losses as null, listed under \"nonfinite\")"
-        )
-
-    results = {
-        "run_dir": run_dir,
-        "learner": config["learner"],
-        "env": config["env"]["id"],
-        "num_seeds": S,
-        "updates": done,
-        "env_steps": 0,
-        "wall_s": time.perf_counter() - t0,
-        "compile_s": compile_s,
-        "train_s": train_s,
-        "env_steps_per_s": (trained_steps * S / train_s) if train_s > 0 and trained_steps else None,
-        "start": {},
-        "final": {},
-        "plot": None,
-    }
+        t.close()
+    results = t.results(t0)
     if not primary:
         return results
     try:
@@ -528,7 +425,158 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
     except BrokenPipeError:
         raise
     except OSError as e:  # every update is checkpointed: --resume only writes these files again
-        raise _write_failed(e, "the run's results (curve.png, results.json)", run_dir, run_dir, done) from None
+        raise _write_failed(e, "the run's results (curve.png, results.json)", run_dir, run_dir, t.done) from None
+
+
+def _already_finished(results_path: str, quiet: bool) -> dict:
+    """The results of a run resumed after it finished."""
+    with open(results_path) as f:
+        results = json.load(f)
+    if not quiet:
+        print(format_results(results))
+    return results
+
+
+class _Training:
+    """The training phase of a run: its checkpoints, logs, calls and where it stopped
+    (``run`` drives it: ``restore``, ``open_logs``, ``train``, ``raise_if_stopped``,
+    ``results``)."""
+
+    def __init__(self, config: dict, run_dir: str, learner, guard: Preemption, watch: Watch, primary: bool):
+        self.config, self.run_dir, self.learner, self.guard, self.watch = config, run_dir, learner, guard, watch
+        self.primary = primary
+        self.S, self.U = config["num_seeds"], learner.num_updates
+        self.clock = segments.Clock(self.U, config["checkpoint_every"], config["checkpoint_seconds"])
+        self.ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
+        self.metrics_path = os.path.join(run_dir, "metrics.jsonl")
+        self.results_path = os.path.join(run_dir, "results.json")
+        self.restored, self.done = None, 0
+        self.sinks, self.members_sink = [], None
+        self.stopped, self.diverged = 0, None
+        self.compile_s = self.train_s = 0.0
+        self.trained_steps = 0
+
+    def restore(self, state, resume: bool):
+        """The newest checkpoint that restores, on a resume (``state``: the initial one)."""
+        if resume and self.ckpt.all_steps():
+            state, self.restored, skipped = self.ckpt.restore_newest(state, move_aside=self.primary)
+            if jax.process_count() > 1:  # process 0 has moved broken checkpoints aside: all see the same steps
+                from jax.experimental import multihost_utils
+
+                multihost_utils.sync_global_devices("jaxagents: checkpoints restored")
+                self.ckpt.reload()
+            for message in skipped if self.primary else ():
+                warn(message)
+            self.guard.checkpointed(self.restored)
+        self.done = int(np.asarray(state.update)[0])
+        return state
+
+    def open_logs(self) -> None:
+        """The metrics sinks (process 0), cut back to the restored checkpoint."""
+        if not self.primary:
+            return
+        keep = self.done if self.restored is not None else -1
+        try:
+            tracking.JsonlSink(self.metrics_path).truncate_after(keep)
+            self.sinks = tracking.make_sinks(self.config["log"], self.run_dir, self.config)
+            if self.learner.members is not None:  # the members' own rows (fitness, lineage, schedules)
+                self.members_sink = tracking.JsonlSink(os.path.join(self.run_dir, MEMBERS_FILE))
+                self.members_sink.truncate_after(keep)
+        except OSError as e:
+            raise _write_failed(e, "the run's logs (rows past the checkpoint are dropped)", self.metrics_path,
+                                self.run_dir, self.restored) from None
+
+    def train(self, state) -> None:
+        """Calls and checkpoints until the run ends, diverges or is stopped (``stopped``:
+        the signal; ``diverged``: what). Every process takes the same decisions."""
+        tc = time.perf_counter()
+        program = segments.compile_program(self.learner, state, self.clock.max_length)
+        wait_for_all("compiled the update")  # start it together (gloo's 30 s connect limit)
+        self.compile_s = time.perf_counter() - tc
+        if self.done == 0:  # evaluate the initial state: the start of every evaluation curve
+            self.write(_start_rows(self.learner, state, self.config, program.out_info[1]), [])
+        n = self.clock.fits(self.done, fresh=True)
+        while self.done < self.U:
+            state, metrics, seconds = segments.call(program, state, n)
+            metrics = jax.tree.map(lambda x: x[:, :n], gather(metrics))  # host arrays, from every process
+            self.clock.measured(n, seconds)
+            self.train_s += seconds
+            self.done += n
+            rows, member_rows = self.learner.log_rows(metrics, self.S)
+            if rows and rows[-1]["update"]:
+                self.trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
+            jax_stop = jax.process_count() > 1 and jax_sync_point(self.done)
+            fault = self.watch.problem(checkpointed=self.restored is not None)
+            d = segments.agree(segments.decide(self.clock, self.done, self.guard.requested_code, fault, jax_stop))
+            if d.fault:
+                raise self.watch.error(d.fault, self.done, self.restored)
+            self.write(rows, member_rows)
+            self.diverged = _divergence(rows, self.learner.member_states(state).params)
+            if self.diverged:
+                return
+            if d.checkpoint or self.done >= self.U:
+                self.save(state, rows[-1] if rows else {})
+            if d.signal and self.done < self.U:
+                self.stopped = d.signal
+                return
+            n = d.length
+
+    def write(self, rows: list[dict], member_rows: list[dict]) -> None:
+        """Metrics rows to the sinks (process 0; a resume drops rows past its checkpoint)."""
+        try:
+            with self.guard.writing:
+                for s in self.sinks:
+                    s.write(rows)
+                if self.members_sink is not None:
+                    self.members_sink.write(member_rows)
+        except OSError as e:
+            raise _write_failed(e, f"the metrics of updates up to {self.done}", self.metrics_path, self.run_dir,
+                                self.restored) from None
+
+    def save(self, state, row: dict) -> None:
+        """The checkpoint of update ``done`` (every process: orbax coordinates them)."""
+        metrics = {"update": self.done, **{k: v for k, v in row.items() if not k.endswith("@seeds")}}
+        try:
+            with self.guard.writing:
+                self.ckpt.save(self.done, state, self.config, metrics)
+        except OSError as e:
+            raise _write_failed(e, f"the checkpoint of update {self.done}",
+                                os.path.join(self.run_dir, "checkpoints", str(self.done)), self.run_dir,
+                                self.restored) from None
+        self.restored = self.done
+        self.guard.checkpointed(self.done)
+        self.clock.checkpointed()
+
+    def close(self) -> None:
+        """Close the sinks and the checkpointer."""
+        for s in self.sinks:
+            s.close()
+        self.ckpt.close()
+        self.watch.close()
+
+    def raise_if_stopped(self) -> None:
+        """``Preempted`` after a signal, ``TrainingDiverged`` after non-finite values."""
+        if self.stopped:
+            raise Preempted(f"stopped on {signal_name(self.stopped)} after update {self.done} of {self.U}, its "
+                            f"checkpoint written ({os.path.join(self.run_dir, 'checkpoints', str(self.done))}): "
+                            f"continue the run with `jaxagents train --resume {self.run_dir}`{self.guard.resume_hint}",
+                            exit_status(self.stopped))
+        if self.diverged:
+            last = (f"the last good checkpoint is {os.path.join(self.run_dir, 'checkpoints', str(self.restored))} "
+                    f"(update {self.restored})" if self.restored is not None else "no checkpoint was written before it")
+            raise TrainingDiverged(
+                f"training diverged: {self.diverged}; the diverged state was not checkpointed, {last}; "
+                f"the metrics up to it are in {self.metrics_path} (non-finite losses as null, listed under \"nonfinite\")")
+
+    def results(self, t0: float) -> dict:
+        """The figures of a finished run (``_finish`` adds the curves' and metrics')."""
+        return {
+            "run_dir": self.run_dir, "learner": self.config["learner"], "env": self.config["env"]["id"],
+            "num_seeds": self.S, "updates": self.done, "env_steps": 0, "wall_s": time.perf_counter() - t0,
+            "compile_s": self.compile_s, "train_s": self.train_s,
+            "env_steps_per_s": (self.trained_steps * self.S / self.train_s) if self.train_s > 0 and self.trained_steps else None,
+            "start": {}, "final": {}, "plot": None,
+        }
 
 
 def _finish(results: dict, config: dict, learner, run_dir: str, quiet: bool) -> dict:
