@@ -17,6 +17,13 @@ last checkpoint and the ``--resume`` command, and exit status ``EXIT_PEER_LOST``
 EX_UNAVAILABLE), whatever its main thread is doing: a collective waiting for a dead
 peer never returns, and JAX alone would abort it with a C++ stack trace once its own
 heartbeat timeout (raised above ours by ``distributed.initialize``) ran out.
+
+One case is JAX's alone: when process 0 itself dies, the coordination service dies
+with it, and JAX's client in every survivor aborts within a second (status 134, "the
+JAX distributed service detected fatal errors"), before any thread of ours can speak.
+jaxlib 0.10.2 takes a ``missed_heartbeat_callback`` to replace that abort, but cannot
+call a Python one (its ``absl::Status`` argument has no Python type: the process then
+ends with ``std::bad_cast``), so the loss of process 0 is reported by JAX's own lines.
 """
 
 from __future__ import annotations
@@ -185,8 +192,9 @@ class _Watch:
         if self.stop.is_set():
             return
         self.guard.writing.acquire(timeout=3.0)  # a checkpoint being written completes first
+        name = f"process {process} of {self.count}"
         try:
-            sys.stderr.write(f"jaxagents train: lost process {process} of {self.count} ({why}); the run stopped on "
+            sys.stderr.write(f"jaxagents train: lost {name} ({why}); the run stopped on "
                              f"process {self.me}; {self.guard.where()}\n")
             sys.stderr.flush()
         finally:
@@ -198,6 +206,8 @@ class _Watch:
             with contextlib.suppress(Exception):
                 self.client.key_value_set(f"{self.prefix}/{self.me}", "done", allow_overwrite=True)
         self.stop.set()
+
+
 
 
 AGREED = ("Preempted", "TrainingDiverged", "RunDirGone")  # every process stops on these together
