@@ -3,17 +3,18 @@ metrics, checkpoints, a learning-curve plot and a results table.
 
 This is what ``jaxagents train`` and the scripts in ``baselines/`` call; a run's
 checkpoints are read back by ``jaxagents.runs`` (``restore``, ``checkpoints``,
-``evaluate``: ``jaxagents eval``). Training goes in segments of ``checkpoint_every`` updates,
-each one jit-compiled call of the learner's update ``scan``ned (and ``vmap``ped over
-``num_seeds`` seeds); after each segment the full train state is checkpointed and
-the segment's metrics are logged. A killed run restarted with ``resume`` restores
-the last checkpoint and replays the same segments, so its results are
-bit-identical to an uninterrupted run.
+``evaluate``: ``jaxagents eval``); both stand on ``jaxagents.build`` and neither imports
+the other. ``run`` goes through named phases: check the arguments (``_arguments``),
+compare the processes' launch facts (``peers.check_same_launch``), take the directory
+(``_lock``), then under the signal and peer watches build and check, lay out, restore,
+train (``jaxagents.training.Training``) and finish (``_finish``).
 
-(Over 400 lines because ``run`` is one ordered sequence -- check, lay out, restore,
-segments, divergence, results -- with the helpers only it uses; configs, building,
-run directories, the results table, checkpoints and reading runs back are ``config.py``,
-``build.py``, ``rundir.py``, ``results.py``, ``checkpoint.py`` and ``runs.py``.)
+Training goes in compiled calls of the learner's update (``vmap``ped over ``num_seeds``
+seeds), checkpointed every ``checkpoint_every`` updates and at least every
+``checkpoint_seconds`` seconds (``jaxagents.segments``: one program for every call
+length, so where a run is cut never changes a number). A killed run restarted with
+``resume`` restores the last checkpoint and goes on bit-identically to an
+uninterrupted run.
 
 Nothing is lost or overwritten:
 
@@ -28,10 +29,14 @@ Nothing is lost or overwritten:
 * files are written atomically (a temporary file and a rename); a half-written last
   line of ``metrics.jsonl`` is dropped on resume; a checkpoint that does not restore
   is moved aside and the next older one is used (``Checkpointer.restore_newest``);
-* SIGTERM (a preempted machine, a cancelled SLURM job) stops the run after the
-  running segment, once its checkpoint is written, on every process together
+* SIGTERM (a preempted machine, a cancelled SLURM job) or Ctrl-C stops the run after
+  the running call, once its checkpoint is written, on every process together
   (``jaxagents.preemption``); it raises ``Preempted`` and ``--resume`` continues it
-  bit-identically;
+  bit-identically; a second one ends the process at once, its last checkpoint intact;
+* the run directory removed, replaced, emptied or made unwritable during the run stops
+  it at the next write with ``RunDirGone``, never a recreated, partial directory;
+* a process of a distributed run that dies or hangs stops every other one within
+  ``JAXAGENTS_PEER_TIMEOUT`` seconds (``jaxagents.population.peers``);
 * a diverged run (non-finite losses or parameters) stops with ``TrainingDiverged``
   naming the update and the last good checkpoint; the diverged state is not
   checkpointed, and its metrics rows are kept (non-finite losses as ``null``, listed
@@ -46,7 +51,8 @@ Config schema (every key optional; see ``DEFAULT``)::
     env: {id: kuhn_poker, kwargs: {...}, params: {...}}   # id "jaxmarl:NAME" wraps JaxMARL
     seed: 0
     num_seeds: 1
-    checkpoint_every: 50            # updates per segment (0: one segment)
+    checkpoint_every: 250           # a checkpoint every N updates (0: at the end only)
+    checkpoint_seconds: 20          # and at least every S seconds (0: by count only)
     keep_checkpoints: 3
     log: {progress: true, tensorboard: false, wandb_project: null}
     train: {...}                    # PPOConfig / SelfPlayConfig fields
@@ -64,125 +70,26 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxagents import config as configs
 from jaxagents import tracking
-from jaxagents.checkpoint import Checkpointer
-from jaxagents.population.distributed import gather, wait_for_all
-from jaxagents import segments
+from jaxagents.build import (  # noqa: F401  (runner.DEFAULT, runner.load_config... as before)
+    DEFAULT, build, build_learner, init_states, load_config, make_env, prepare, read_run_config, validate_config, warn)
 from jaxagents.population import peers
-from jaxagents.preemption import Preempted, Preemption, exit_status, jax_sync_point, signal_name
-from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
-from jaxagents.learners.skeleton.interface import MEMBERS_FILE
+from jaxagents.preemption import Preempted, Preemption  # noqa: F401  (runner.Preempted)
 from jaxagents.results import Progress, final_metrics, format_results
 from jaxagents.rundir import RunDirGone, RunLock, Watch, check_new_run_dir, default_run_dir, lay_out  # noqa: F401
 from jaxagents.rundir import primary as _primary
-
-# The embedded default, the first run a newcomer sees: Kuhn poker self-play with
-# role-conditioned advantages, the recipe of baselines/configs/selfplay_kuhn.yaml
-# (docs/results_selfplay.md) on a sixth of its budget: 1000 updates of 1024 envs x 16
-# steps, plain SGD, entropy annealed 0.1 -> 0.05 and a parameter average over ~100
-# updates. About 1-2 minutes on 2 CPU cores; exploitability 0.458 (uniform play) ->
-# ~0.01-0.02. The full recipe (<= 0.01) is `jaxagents train baselines/configs/selfplay_kuhn.yaml`.
-DEFAULT: dict[str, Any] = {
-    "learner": "selfplay",
-    "env": {"id": "kuhn_poker", "kwargs": {}, "params": {}},
-    "seed": 0,
-    "num_seeds": 1,
-    "checkpoint_every": 250,
-    "checkpoint_seconds": 20,  # and at least every 20 s: a 30 s preemption notice finds a checkpoint near
-    "keep_checkpoints": 3,
-    "log": {"progress": True, "tensorboard": False, "wandb_project": None},
-    "population": None,  # a population: section (jaxagents.population.config) trains P members
-    "train": {
-        "ppo": {
-            "num_envs": 1024,
-            "num_steps": 16,
-            "total_timesteps": 1024 * 16 * 1000,
-            "update_epochs": 1,
-            "num_minibatches": 1,
-            "optimizer": "sgd",
-            "lr": 0.8,
-            "ent_coef": 0.1,
-            "ent_coef_final": 0.05,
-            "advantage": "rae",
-            "normalize": "none",
-        },
-        "eval_every": 50,
-        "eval_envs": 256,
-        "eval_steps": 16,
-        "average_decay": 0.99,
-    },
-}
+from jaxagents.training import (  # noqa: F401  (runner.TrainingDiverged, runner._divergence... as before)
+    RunWriteError, Training, TrainingDiverged, _divergence, _write_failed)
 
 LEARNERS = configs.LEARNERS
 deep_update = configs.deep_update
 apply_overrides = configs.apply_overrides
-
-
-class TrainingDiverged(RuntimeError):
-    """Non-finite losses or parameters: the run stopped (its metrics are kept)."""
-
-
-class RunWriteError(OSError):
-    """A file of the run could not be written (a full disk, a directory made
-    read-only): one line naming the file and what it holds; the run is resumable."""
-
-
-def _write_failed(e: OSError, what: str, path: str, run_dir: str, restored: int | None) -> RunWriteError:
-    from jaxagents.checkpoint import os_error
-
-    cause = os_error(e) or e
-    path = getattr(cause, "filename", None) or path
-    reason = cause.strerror or str(cause)
-    kept = f"checkpoints up to update {restored} are intact" if restored is not None else "no checkpoint was written yet"
-    return RunWriteError(f"cannot write {what} ({path}): {reason}; the run stopped and {kept}: once the disk has room "
-                         f"(or the directory is writable) continue it with `jaxagents train --resume {run_dir}`")
-
-
-# ----------------------------------------------------------------------- config
-
-
-def load_config(path: str | None = None, overrides: list[str] = ()) -> dict:
-    """The embedded default, updated by the YAML file at ``path`` and the overrides,
-    resolved and checked (``jaxagents.config.load``). The default's ``train``
-    section applies only to its own learner and environment: a file with a ``train``
-    section, or another learner or environment (``learner=ippo``), starts from the
-    learner's own defaults."""
-    return configs.load(path, list(overrides), DEFAULT)
-
-
-def prepare(config: dict | None) -> dict:
-    """A complete, checked config from a partial one (missing keys from ``DEFAULT``)."""
-    return configs.validate(configs.resolve({} if config is None else config, DEFAULT), DEFAULT)
-
-
-def validate_config(config: dict) -> dict:
-    """A checked copy of a complete config (``jaxagents.config.validate``)."""
-    return configs.validate(config, DEFAULT)
-
-
-def read_run_config(run_dir: str) -> dict:
-    """The checked config of an existing run directory."""
-    path = os.path.join(run_dir, "config.yaml")
-    if not os.path.isdir(run_dir):
-        raise ValueError(f"{run_dir!r} is not a run directory (no such directory)")
-    if not os.path.isfile(path):
-        raise ValueError(f"{run_dir!r} is not a run directory (no config.yaml)")
-    return prepare(configs.read_yaml(path))
-
-
-def init_states(learner, keys):
-    """Every seed's initial state, created where it lives (a population on a device
-    mesh: each process builds only its own members)."""
-    return jax.jit(jax.vmap(learner.init), out_shardings=learner.state_sharding(seed_axis=True))(keys)
 
 
 def _available_memory() -> tuple[int | None, str]:
@@ -228,44 +135,6 @@ def _check_memory(learner, keys, quiet: bool) -> None:
 # ----------------------------------------------------------------------- running
 
 
-def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
-    """The row of update 0: the learner's evaluation of the initial state, restricted
-    to the evaluations the run logs (``logged``: the names of its metrics), so that
-    every evaluation curve starts at the untrained policy. Empty when the run logs no
-    evaluation."""
-    logged = {k for k in logged if k.startswith("eval/")}
-    if not logged:
-        return []
-    S = config["num_seeds"]
-    keys = jax.random.split(jax.random.fold_in(jax.random.key(config["seed"]), 0x5EED), S)
-    evaluate = jax.jit(jax.vmap(learner.evaluate)).lower(state0, keys).compile()
-    wait_for_all("compiled the evaluation")  # run it together (gloo's 30 s connect limit)
-    metrics = {k: np.asarray(v)[:, None] for k, v in gather(evaluate(state0, keys)).items() if k in logged}
-    if not metrics:
-        return []
-    zeros = np.zeros((S, 1))  # one row, as the learner's later rows (a population's: the members' mean)
-    return learner.log_rows({"update": zeros, "env_steps": zeros, **metrics}, S)[0]
-
-
-@jax.jit
-def _all_finite(leaves) -> jax.Array:
-    # one compiled reduction: over hosts, one collective that every process runs
-    # (eager per-leaf reductions of sharded arrays hung over gloo)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
-
-
-def _divergence(rows: list[dict], params) -> str | None:
-    """What diverged in a segment: the first update with a non-finite loss, or
-    non-finite parameters at its end; None when everything is finite."""
-    for r in rows:
-        if r.get("nonfinite"):
-            return f"non-finite {', '.join(r['nonfinite'])} at update {r['update']}"
-    leaves = [x for x in jax.tree.leaves(params) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
-    if leaves and not bool(_all_finite(leaves)):
-        return f"non-finite parameters after update {rows[-1]['update'] if rows else '?'}"
-    return None
-
-
 PLACEMENT_FILE = "placement.jsonl"
 
 
@@ -288,11 +157,6 @@ def _record_placement(learner, run_dir: str, quiet: bool, restored: int | None) 
             f.write(json.dumps(row) + "\n")
     except OSError as e:
         raise _write_failed(e, "where the members run", os.path.join(run_dir, PLACEMENT_FILE), run_dir, restored) from None
-
-
-def warn(message: str) -> None:
-    """One line to stderr, ``jaxagents: message`` (a run's warnings and placement)."""
-    print(f"jaxagents: {message}", file=sys.stderr)
 
 
 def run(
@@ -401,7 +265,7 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
     _check_memory(learner, keys, quiet or not primary)
     if not resume and primary:
         lay_out(run_dir, config, overwrite)
-    t = _Training(config, run_dir, learner, guard, Watch(run_dir), primary)
+    t = Training(config, run_dir, learner, guard, Watch(run_dir), primary)
     progress.total = learner.num_updates
     try:
         state = t.restore(init_states(learner, keys), resume)
@@ -435,148 +299,6 @@ def _already_finished(results_path: str, quiet: bool) -> dict:
     if not quiet:
         print(format_results(results))
     return results
-
-
-class _Training:
-    """The training phase of a run: its checkpoints, logs, calls and where it stopped
-    (``run`` drives it: ``restore``, ``open_logs``, ``train``, ``raise_if_stopped``,
-    ``results``)."""
-
-    def __init__(self, config: dict, run_dir: str, learner, guard: Preemption, watch: Watch, primary: bool):
-        self.config, self.run_dir, self.learner, self.guard, self.watch = config, run_dir, learner, guard, watch
-        self.primary = primary
-        self.S, self.U = config["num_seeds"], learner.num_updates
-        self.clock = segments.Clock(self.U, config["checkpoint_every"], config["checkpoint_seconds"])
-        self.ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
-        self.metrics_path = os.path.join(run_dir, "metrics.jsonl")
-        self.results_path = os.path.join(run_dir, "results.json")
-        self.restored, self.done = None, 0
-        self.sinks, self.members_sink = [], None
-        self.stopped, self.diverged = 0, None
-        self.compile_s = self.train_s = 0.0
-        self.trained_steps = 0
-
-    def restore(self, state, resume: bool):
-        """The newest checkpoint that restores, on a resume (``state``: the initial one)."""
-        if resume and self.ckpt.all_steps():
-            state, self.restored, skipped = self.ckpt.restore_newest(state, move_aside=self.primary)
-            if jax.process_count() > 1:  # process 0 has moved broken checkpoints aside: all see the same steps
-                from jax.experimental import multihost_utils
-
-                multihost_utils.sync_global_devices("jaxagents: checkpoints restored")
-                self.ckpt.reload()
-            for message in skipped if self.primary else ():
-                warn(message)
-            self.guard.checkpointed(self.restored)
-        self.done = int(np.asarray(state.update)[0])
-        return state
-
-    def open_logs(self) -> None:
-        """The metrics sinks (process 0), cut back to the restored checkpoint."""
-        if not self.primary:
-            return
-        keep = self.done if self.restored is not None else -1
-        try:
-            tracking.JsonlSink(self.metrics_path).truncate_after(keep)
-            self.sinks = tracking.make_sinks(self.config["log"], self.run_dir, self.config)
-            if self.learner.members is not None:  # the members' own rows (fitness, lineage, schedules)
-                self.members_sink = tracking.JsonlSink(os.path.join(self.run_dir, MEMBERS_FILE))
-                self.members_sink.truncate_after(keep)
-        except OSError as e:
-            raise _write_failed(e, "the run's logs (rows past the checkpoint are dropped)", self.metrics_path,
-                                self.run_dir, self.restored) from None
-
-    def train(self, state) -> None:
-        """Calls and checkpoints until the run ends, diverges or is stopped (``stopped``:
-        the signal; ``diverged``: what). Every process takes the same decisions."""
-        tc = time.perf_counter()
-        program = segments.compile_program(self.learner, state, self.clock.max_length)
-        wait_for_all("compiled the update")  # start it together (gloo's 30 s connect limit)
-        self.compile_s = time.perf_counter() - tc
-        if self.done == 0:  # evaluate the initial state: the start of every evaluation curve
-            self.write(_start_rows(self.learner, state, self.config, program.out_info[1]), [])
-        n = self.clock.fits(self.done, fresh=True)
-        while self.done < self.U:
-            state, metrics, seconds = segments.call(program, state, n)
-            metrics = jax.tree.map(lambda x: x[:, :n], gather(metrics))  # host arrays, from every process
-            self.clock.measured(n, seconds)
-            self.train_s += seconds
-            self.done += n
-            rows, member_rows = self.learner.log_rows(metrics, self.S)
-            if rows and rows[-1]["update"]:
-                self.trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
-            jax_stop = jax.process_count() > 1 and jax_sync_point(self.done)
-            fault = self.watch.problem(checkpointed=self.restored is not None)
-            d = segments.agree(segments.decide(self.clock, self.done, self.guard.requested_code, fault, jax_stop))
-            if d.fault:
-                raise self.watch.error(d.fault, self.done, self.restored)
-            self.write(rows, member_rows)
-            self.diverged = _divergence(rows, self.learner.member_states(state).params)
-            if self.diverged:
-                return
-            if d.checkpoint or self.done >= self.U:
-                self.save(state, rows[-1] if rows else {})
-            if d.signal and self.done < self.U:
-                self.stopped = d.signal
-                return
-            n = d.length
-
-    def write(self, rows: list[dict], member_rows: list[dict]) -> None:
-        """Metrics rows to the sinks (process 0; a resume drops rows past its checkpoint)."""
-        try:
-            with self.guard.writing:
-                for s in self.sinks:
-                    s.write(rows)
-                if self.members_sink is not None:
-                    self.members_sink.write(member_rows)
-        except OSError as e:
-            raise _write_failed(e, f"the metrics of updates up to {self.done}", self.metrics_path, self.run_dir,
-                                self.restored) from None
-
-    def save(self, state, row: dict) -> None:
-        """The checkpoint of update ``done`` (every process: orbax coordinates them)."""
-        metrics = {"update": self.done, **{k: v for k, v in row.items() if not k.endswith("@seeds")}}
-        try:
-            with self.guard.writing:
-                self.ckpt.save(self.done, state, self.config, metrics)
-        except OSError as e:
-            raise _write_failed(e, f"the checkpoint of update {self.done}",
-                                os.path.join(self.run_dir, "checkpoints", str(self.done)), self.run_dir,
-                                self.restored) from None
-        self.restored = self.done
-        self.guard.checkpointed(self.done)
-        self.clock.checkpointed()
-
-    def close(self) -> None:
-        """Close the sinks and the checkpointer."""
-        for s in self.sinks:
-            s.close()
-        self.ckpt.close()
-        self.watch.close()
-
-    def raise_if_stopped(self) -> None:
-        """``Preempted`` after a signal, ``TrainingDiverged`` after non-finite values."""
-        if self.stopped:
-            raise Preempted(f"stopped on {signal_name(self.stopped)} after update {self.done} of {self.U}, its "
-                            f"checkpoint written ({os.path.join(self.run_dir, 'checkpoints', str(self.done))}): "
-                            f"continue the run with `jaxagents train --resume {self.run_dir}`{self.guard.resume_hint}",
-                            exit_status(self.stopped))
-        if self.diverged:
-            last = (f"the last good checkpoint is {os.path.join(self.run_dir, 'checkpoints', str(self.restored))} "
-                    f"(update {self.restored})" if self.restored is not None else "no checkpoint was written before it")
-            raise TrainingDiverged(
-                f"training diverged: {self.diverged}; the diverged state was not checkpointed, {last}; "
-                f"the metrics up to it are in {self.metrics_path} (non-finite losses as null, listed under \"nonfinite\")")
-
-    def results(self, t0: float) -> dict:
-        """The figures of a finished run (``_finish`` adds the curves' and metrics')."""
-        return {
-            "run_dir": self.run_dir, "learner": self.config["learner"], "env": self.config["env"]["id"],
-            "num_seeds": self.S, "updates": self.done, "env_steps": 0, "wall_s": time.perf_counter() - t0,
-            "compile_s": self.compile_s, "train_s": self.train_s,
-            "env_steps_per_s": (self.trained_steps * self.S / self.train_s) if self.train_s > 0 and self.trained_steps else None,
-            "start": {}, "final": {}, "plot": None,
-        }
 
 
 def _finish(results: dict, config: dict, learner, run_dir: str, quiet: bool) -> dict:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sys
 import threading
@@ -48,9 +49,14 @@ _ROUNDS = {"launch": 0, "watch": 0}
 
 def peer_timeout() -> float:
     """``JAXAGENTS_PEER_TIMEOUT`` in seconds (default 20); one line naming it when malformed."""
-    from jaxagents.population.distributed import _seconds
-
-    return _seconds(os.environ.get(PEER_TIMEOUT_VAR) or None, PEER_TIMEOUT_VAR, DEFAULT_PEER_TIMEOUT_S)
+    value = os.environ.get(PEER_TIMEOUT_VAR) or None
+    try:
+        seconds = DEFAULT_PEER_TIMEOUT_S if value is None else float(value.strip())
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"{PEER_TIMEOUT_VAR}={value!r}: must be a number of seconds > 0")
+    return seconds
 
 
 def _client():
