@@ -49,28 +49,33 @@ def _rows(d):
     return [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, EXIT_PREEMPTED), (signal.SIGINT, EXIT_INTERRUPTED)])
-def test_a_second_signal_ends_the_process_at_once_from_a_thread(tmp_path, signum, status):
-    run = str(tmp_path / "run")
-    proc = subprocess.Popen([sys.executable, "-c", BLOCKED, run], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+def test_a_second_signal_ends_the_process_at_once_from_a_thread(tmp_path):
+    """SIGTERM and SIGINT, each to its own process (started together)."""
+    cases = [(signal.SIGTERM, EXIT_PREEMPTED), (signal.SIGINT, EXIT_INTERRUPTED)]
+    runs = [str(tmp_path / f"run{i}") for i in range(len(cases))]
+    procs = [subprocess.Popen([sys.executable, "-c", BLOCKED, run], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for run in runs]
     try:
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signum)
+        for p, (signum, _) in zip(procs, cases):
+            assert p.stdout.readline().strip() == "ready"
+            p.send_signal(signum)
         time.sleep(0.5)
-        assert proc.poll() is None  # the first one is a request: the blocked call goes on
-        t = time.monotonic()
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=10)
-        took = time.monotonic() - t
+        assert all(p.poll() is None for p in procs)  # the first one is a request: the blocked call goes on
+        results = []
+        for p, (signum, _) in zip(procs, cases):
+            t = time.monotonic()
+            p.send_signal(signum)
+            _, err = p.communicate(timeout=10)
+            results.append((p.returncode, time.monotonic() - t, err))
     finally:
-        _kill([proc])
-    assert proc.returncode == status, err
-    assert took < 5, took
-    lines = err.strip().splitlines()
-    assert len(lines) == 2 and "again to stop at once" in lines[0], err
-    assert lines[1].startswith("jaxagents train: stopped at once on a second ")
-    assert os.path.join(run, "checkpoints", "4") in lines[1] and f"`jaxagents train --resume {run}`" in lines[1]
+        _kill(procs)
+    for run, (_, status), (code, took, err) in zip(runs, cases, results):
+        assert code == status, err
+        assert took < 5, took
+        lines = err.strip().splitlines()
+        assert len(lines) == 2 and "again to stop at once" in lines[0], err
+        assert lines[1].startswith("jaxagents train: stopped at once on a second ")
+        assert os.path.join(run, "checkpoints", "4") in lines[1] and f"`jaxagents train --resume {run}`" in lines[1]
 
 
 def test_the_clock_cuts_by_count_and_by_time(monkeypatch):
@@ -132,6 +137,17 @@ def test_launch_facts_are_compared_with_process_0s():
     assert len(peers.code_digest()) == 16
 
 
+def test_a_file_is_named_as_a_file_not_a_missing_directory(tmp_path):
+    from jaxagents import build
+
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(ValueError, match="is a file, not a run directory"):
+        build.read_run_config(str(tmp_path / "notes.txt"))
+    with pytest.raises(ValueError, match=r"is not a run directory \(no such directory\)"):
+        build.read_run_config(str(tmp_path / "missing"))
+
+
+@pytest.mark.slow  # ~20-35 s: a compile
 def test_a_removed_run_directory_stops_the_run_and_is_not_recreated(tmp_path, monkeypatch):
     """In-process: the directory is removed after the first call; the run stops at its
     next write with RunDirGone, and nothing is written there again."""
@@ -153,3 +169,157 @@ def test_a_removed_run_directory_stops_the_run_and_is_not_recreated(tmp_path, mo
                                                 r"without writing into it again; .* is lost"):
         runner.run(runner.load_config(None, TINY), run_dir=str(run), quiet=True)
     assert not run.exists()
+
+
+# ----------------------------------------------------------------------- whole runs (slow)
+
+
+def _cli(args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "jaxagents.cli", "train", *args, "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+@pytest.mark.slow
+def test_where_a_run_is_cut_changes_no_number(tmp_path):
+    """One call per update and a checkpoint after each (a budget of 1 ms) against calls
+    of checkpoint_every updates: the same rows, bit for bit."""
+    from jaxagents import runner
+
+    runner.run(runner.load_config(None, [*TINY, "checkpoint_seconds=0"]), run_dir=str(tmp_path / "count"), quiet=True)
+    runner.run(runner.load_config(None, [*TINY, "checkpoint_seconds=0.001"]), run_dir=str(tmp_path / "time"), quiet=True)
+    assert _rows(tmp_path / "count") == _rows(tmp_path / "time")
+    assert sorted(os.listdir(tmp_path / "time" / "checkpoints")) == ["4", "5", "6"]  # every update, 3 kept
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_one_line_status_130_and_resumes_identically(tmp_path):
+    from jaxagents import runner
+
+    args = [*TINY, "train.total_timesteps=3200"]  # 100 updates
+    full = tmp_path / "full"
+    runner.run(runner.load_config(None, args), run_dir=str(full), quiet=True)
+    d = tmp_path / "run"
+    proc = _cli([*args, "--run-dir", str(d)])
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None and not (d / "checkpoints" / "2").is_dir():
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        _kill([proc])
+    assert proc.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "Ctrl-C (SIGINT) received" in lines[0], err
+    assert lines[1].startswith("jaxagents train: stopped on Ctrl-C (SIGINT) after update") and f"--resume {d}`" in lines[1]
+    r = subprocess.run([sys.executable, "-m", "jaxagents.cli", "train", "--resume", str(d), "--quiet"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert _rows(d) == _rows(full)  # every logged number, bit for bit
+
+
+@pytest.mark.slow
+def test_a_second_sigterm_inside_a_long_compiled_call_ends_the_run_within_5_s(tmp_path):
+    """One call of 20000 updates (no time bound): the second SIGTERM does not wait for
+    it; the run directory is resumable."""
+    d = tmp_path / "run"
+    args = [*TINY, "train.total_timesteps=640000", "checkpoint_every=0", "checkpoint_seconds=0"]  # 20000 updates
+    proc = _cli([*args, "--run-dir", str(d)])
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None and not (d / "config.yaml").is_file():
+            time.sleep(0.05)
+        time.sleep(10)  # compiling or in the call: either way the signal must not wait
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(1)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - t
+    finally:
+        _kill([proc])
+    assert proc.returncode == EXIT_PREEMPTED and took < 5, (took, err)
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("jaxagents train: stopped at once on a second SIGTERM; no checkpoint was written yet")
+    assert f"--resume {d}`" in last and not (d / "results.json").exists()
+
+
+# ----------------------------------------------------------------------- two processes
+
+
+POP = ["learner=ippo", "env.id=stag_hunt", "env.kwargs.horizon=4", "train.num_envs=8", "train.num_steps=8",
+       "train.update_epochs=1", "train.num_minibatches=1", "population.size=4", "log.progress=false"]
+
+
+def _two(args, run_dir, tmp_path, extra_env=({}, {}), peer_timeout="5"):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for i in range(2):
+        env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu",
+               "JAXAGENTS_COORDINATOR": f"127.0.0.1:{port}", "JAXAGENTS_NUM_PROCESSES": "2",
+               "JAXAGENTS_PROCESS_ID": str(i), "JAXAGENTS_PEER_TIMEOUT": peer_timeout,
+               "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+               **extra_env[i]}
+        procs.append(_cli([*args, "--distributed", "--run-dir", str(run_dir)], env=env))
+    return procs
+
+
+@pytest.mark.slow  # ~15-35 s: two processes join
+def test_processes_started_with_different_counts_refuse_with_one_line(tmp_path):
+    """Process 0 told 2 processes, process 1 told 3: both refuse before anything is written."""
+    d = tmp_path / "run"
+    procs = _two([*POP, "train.total_timesteps=512"], d, tmp_path, ({}, {"JAXAGENTS_NUM_PROCESSES": "3"}))
+    try:
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        _kill(procs)
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 2, err[-2000:]
+        assert err.strip().splitlines()[-1] == (
+            "jaxagents train: error: the processes were not started alike: process 1 has JAXAGENTS_NUM_PROCESSES=3, "
+            "process 0 has 2: start every process with the same command, settings and code")
+    assert not d.exists()
+
+
+@pytest.mark.slow
+def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_path):
+    """kill -9 of process 1 after a checkpoint: process 0 exits 69 within the peer
+    timeout (5 s here) plus a beat, with one line naming process 1, the checkpoint and
+    --resume; both resumed, the run finishes."""
+    d = tmp_path / "run"
+    args = [*POP, "train.total_timesteps=12800", "checkpoint_every=10"]  # 200 updates
+    procs = _two(args, d, tmp_path)
+    ck = d / "checkpoints"
+    try:
+        deadline = time.time() + 200
+        while time.time() < deadline and all(p.poll() is None for p in procs):
+            if ck.is_dir() and any(x.isdigit() and int(x) >= 10 for x in os.listdir(ck)):
+                break
+            time.sleep(0.05)
+        procs[1].kill()
+        t = time.monotonic()
+        _, err = procs[0].communicate(timeout=60)
+        took = time.monotonic() - t
+    finally:
+        _kill(procs)
+    assert procs[0].returncode == peers.EXIT_PEER_LOST, err[-2000:]
+    assert took < 5 + 5, took
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("jaxagents train: lost process 1 of 2 (no sign of life for 5 s") and "Traceback" not in err
+    assert f"--resume {d}` with the same command on every process" in last
+    kept = int(last.split("the last checkpoint is ")[1].split("(update ")[1].split(")")[0])
+    assert (ck / str(kept)).is_dir()
+    procs = _two(["--resume", str(d)], d, tmp_path)
+    try:
+        outs = [p.communicate(timeout=300) for p in procs]
+    finally:
+        _kill(procs)
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+    assert [r["update"] for r in _rows(d)] == list(range(1, 201))
