@@ -95,6 +95,21 @@ class Clock:
         """The next multiple of ``checkpoint_every`` after ``done`` (or the run's end)."""
         return min(self.total, (done // self.every + 1) * self.every)
 
+    def on_count(self, update: int) -> bool:
+        """Whether ``update`` is a checkpoint of ``checkpoint_every`` (or the run's end),
+        not one written for the time bound alone."""
+        return update % self.every == 0 or update >= self.total
+
+    def to_delete(self, steps: list[int], keep: int) -> list[int]:
+        """The checkpoints to remove once the newest of ``steps`` is written:
+        ``keep_checkpoints`` counts the checkpoints of ``checkpoint_every``, so that a
+        run keeps the same ones however it was cut; a checkpoint written for the time
+        bound alone is kept only while it is the newest."""
+        steps = sorted(steps)
+        counted = [s for s in steps if self.on_count(s)]
+        timed = [s for s in steps if not self.on_count(s) and s != steps[-1]]
+        return sorted(counted[:-keep] + timed)
+
     def measured(self, n: int, seconds: float) -> None:
         """A call of ``n`` updates took ``seconds``."""
         if n > 0:
@@ -133,7 +148,7 @@ class Decision:
 def decide(clock: Clock, done: int, signal: int, fault: int, jax_stop: bool = False) -> Decision:
     """This process's decision after a call ending at ``done`` (``agree`` combines
     them over processes)."""
-    at_boundary = done >= clock.total or done % clock.every == 0
+    at_boundary = clock.on_count(done)
     n = clock.fits(done, fresh=False)
     checkpoint = at_boundary or n == 0 or bool(signal) or jax_stop
     if checkpoint:

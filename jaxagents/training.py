@@ -91,7 +91,8 @@ class Training:
         self.primary = primary
         self.S, self.U = config["num_seeds"], learner.num_updates
         self.clock = segments.Clock(self.U, config["checkpoint_every"], config["checkpoint_seconds"])
-        self.ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
+        # kept by the run, not by orbax: keep_checkpoints counts those of checkpoint_every (Clock.to_delete)
+        self.ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=None)
         self.metrics_path = os.path.join(run_dir, "metrics.jsonl")
         self.results_path = os.path.join(run_dir, "results.json")
         self.restored, self.done = None, 0
@@ -139,6 +140,7 @@ class Training:
         self.compile_s = time.perf_counter() - tc
         if self.done == 0:  # evaluate the initial state: the start of every evaluation curve
             self.write(_start_rows(self.learner, state, self.config, program.out_info[1]), [])
+        self.clock.checkpointed()  # the time budget starts with training (not with the compile)
         n = self.clock.fits(self.done, fresh=True)
         while self.done < self.U:
             state, metrics, seconds = segments.call(program, state, n)
@@ -189,6 +191,9 @@ class Training:
                                 self.restored) from None
         self.restored = self.done
         self.guard.checkpointed(self.done)
+        with self.guard.writing:
+            for step in self.clock.to_delete(self.ckpt.all_steps(), self.config["keep_checkpoints"]):
+                self.ckpt.delete(step)
         self.clock.checkpointed()
 
     def close(self) -> None:

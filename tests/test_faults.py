@@ -96,6 +96,9 @@ def test_the_clock_cuts_by_count_and_by_time(monkeypatch):
     clock.measured(1, 0.001)
     assert clock.fits(10, fresh=True) == 240  # never past a multiple of checkpoint_every
     assert segments.decide(clock, 250, 0, 0).checkpoint
+    # keep_checkpoints=2 counts the checkpoints of checkpoint_every; a timed one lives while it is the newest
+    assert clock.to_delete([250, 260, 500, 750, 761], keep=2) == [250, 260]
+    assert clock.to_delete([250, 260, 500, 750, 761, 1000], keep=2) == [250, 260, 500, 761]
     stop = segments.decide(clock, 11, signal.SIGINT, 0)
     assert stop.checkpoint and stop.signal == signal.SIGINT
 
@@ -188,7 +191,9 @@ def test_where_a_run_is_cut_changes_no_number(tmp_path):
     runner.run(runner.load_config(None, [*TINY, "checkpoint_seconds=0"]), run_dir=str(tmp_path / "count"), quiet=True)
     runner.run(runner.load_config(None, [*TINY, "checkpoint_seconds=0.001"]), run_dir=str(tmp_path / "time"), quiet=True)
     assert _rows(tmp_path / "count") == _rows(tmp_path / "time")
-    assert sorted(os.listdir(tmp_path / "time" / "checkpoints")) == ["4", "5", "6"]  # every update, 3 kept
+    # a checkpoint after every update, but keep_checkpoints counts those of checkpoint_every: the same ones kept
+    assert sorted(os.listdir(tmp_path / "time" / "checkpoints")) == sorted(os.listdir(tmp_path / "count" / "checkpoints"))
+    assert sorted(os.listdir(tmp_path / "time" / "checkpoints")) == ["2", "4", "6"]
 
 
 @pytest.mark.slow
