@@ -160,10 +160,23 @@ class Preemption:
         """What is kept and how to go on: the last checkpoint and the resume command."""
         if self.run_dir is None:
             return "nothing of the run was written yet"
+        on_disk = _newest_step(os.path.join(self.run_dir, "checkpoints"))  # a save may be complete on disk already
+        if on_disk is not None and (self.last_checkpoint is None or on_disk > self.last_checkpoint):
+            self.last_checkpoint = on_disk
         kept = (f"the last checkpoint is {os.path.join(self.run_dir, 'checkpoints', str(self.last_checkpoint))} "
                 f"(update {self.last_checkpoint}), the updates after it are lost"
                 if self.last_checkpoint is not None else "no checkpoint was written yet")
         return f"{kept}: continue the run with `jaxagents train --resume {self.run_dir}`{self.resume_hint}"
+
+
+def _newest_step(directory: str) -> int | None:
+    """The newest finished checkpoint in ``directory`` (orbax gives a step its plain
+    number only once it is complete), or None."""
+    try:
+        steps = [int(name) for name in os.listdir(directory) if name.isdigit()]
+    except OSError:
+        return None
+    return max(steps) if steps else None
 
 
 def _noted(signum, frame) -> None:

@@ -200,7 +200,7 @@ def test_where_a_run_is_cut_changes_no_number(tmp_path):
 def test_ctrl_c_is_one_line_status_130_and_resumes_identically(tmp_path):
     from jaxagents import runner
 
-    args = [*TINY, "train.total_timesteps=3200"]  # 100 updates
+    args = [*TINY, "train.total_timesteps=1280"]  # 40 updates
     full = tmp_path / "full"
     runner.run(runner.load_config(None, args), run_dir=str(full), quiet=True)
     d = tmp_path / "run"
@@ -298,7 +298,7 @@ def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_pa
     timeout (5 s here) plus a beat, with one line naming process 1, the checkpoint and
     --resume; both resumed, the run finishes."""
     d = tmp_path / "run"
-    args = [*POP, "train.total_timesteps=12800", "checkpoint_every=10"]  # 200 updates
+    args = [*POP, "train.total_timesteps=6400", "checkpoint_every=10"]  # 100 updates
     procs = _two(args, d, tmp_path)
     ck = d / "checkpoints"
     try:
@@ -327,4 +327,4 @@ def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_pa
         _kill(procs)
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
-    assert [r["update"] for r in _rows(d)] == list(range(1, 201))
+    assert [r["update"] for r in _rows(d)] == list(range(1, 101))
