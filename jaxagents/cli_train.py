@@ -20,6 +20,9 @@ def cmd_train(args) -> int:
     Bad arguments raise ``ValueError`` (``cli.main`` prints it, status 2), as does
     running out of memory, with advice.
     """
+    from jaxagents import preemption
+
+    preemption.CTRL_C_EXITS = True  # a second Ctrl-C ends the command at once (a library caller gets KeyboardInterrupt)
     try:
         return _train(args)
     except KeyboardInterrupt:  # Ctrl-C before the run watches signals (imports, the join, reading the config)

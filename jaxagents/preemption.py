@@ -38,6 +38,10 @@ EXIT_PREEMPTED = 75
 EXIT_INTERRUPTED = 130
 SIGNALS = {signal.SIGTERM: ("SIGTERM", EXIT_PREEMPTED), signal.SIGINT: ("Ctrl-C (SIGINT)", EXIT_INTERRUPTED)}
 WRITE_WAIT_S = 3.0  # how long a second signal waits for a checkpoint being written (the 5 s promise)
+# A second Ctrl-C ends the process at once in ``jaxagents train`` (which sets this); in a
+# notebook or script that calls ``runner.run`` it raises KeyboardInterrupt in the main
+# thread instead, once the running call returns (ending the process would end the kernel)
+CTRL_C_EXITS = False
 
 
 class Preempted(RuntimeError):
@@ -80,6 +84,7 @@ class Preemption:
         self._socks = None
         self._old_wakeup = -1
         self._count = 0
+        self._interrupting = self._interrupt_sent = False
 
     @property
     def requested(self) -> bool:
@@ -98,7 +103,7 @@ class Preemption:
         writer.setblocking(False)
         self._socks = (reader, writer)
         for signum in SIGNALS:
-            self._previous[signum] = signal.signal(signum, _noted)
+            self._previous[signum] = signal.signal(signum, self._python_handler)
         self._old_wakeup = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
         self._installed = True
         threading.Thread(target=self._watch, name="jaxagents-signals", daemon=True).start()
@@ -118,6 +123,15 @@ class Preemption:
         except OSError:
             pass
 
+    def _python_handler(self, signum, frame) -> None:
+        """The Python-level handler, run in the main thread: nothing to do (the watching
+        thread counts the signals; the handler makes them non-fatal and lets them reach
+        the wakeup fd), except raising the KeyboardInterrupt a library caller's second
+        Ctrl-C asked for."""
+        if signum == signal.SIGINT and self._interrupting:
+            self._interrupting = False
+            raise KeyboardInterrupt
+
     def _watch(self) -> None:
         reader = self._socks[0]
         while True:
@@ -136,6 +150,13 @@ class Preemption:
         request, the second ends the process now (``exit_now``)."""
         self._count += 1
         if self._count > 1:
+            if signum == signal.SIGINT and not CTRL_C_EXITS:
+                if not self._interrupt_sent:  # (interrupt_main's own SIGINT comes back here: once is enough)
+                    import _thread
+
+                    self._interrupt_sent = self._interrupting = True
+                    _thread.interrupt_main()  # runs _python_handler in the main thread, which raises
+                return
             self.exit_now(signum)
             return
         self.requested_code = signum
@@ -177,11 +198,6 @@ def _newest_step(directory: str) -> int | None:
     except OSError:
         return None
     return max(steps) if steps else None
-
-
-def _noted(signum, frame) -> None:
-    """The Python-level handler: nothing to do (the watching thread counts the signal);
-    it exists so that the signal is not fatal and reaches the wakeup fd."""
 
 
 def jax_sync_point(update: int) -> bool:

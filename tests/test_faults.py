@@ -29,7 +29,9 @@ TINY = ["learner=ippo", "env.id=stag_hunt", "env.kwargs.horizon=4", "train.num_e
 # the main thread blocked in a C call that never returns (as in a compiled segment), a checkpoint at update 4
 BLOCKED = """
 import os, sys
+from jaxagents import preemption
 from jaxagents.preemption import Preemption
+preemption.CTRL_C_EXITS = True  # as jaxagents train sets it
 r, w = os.pipe()
 with Preemption(run_dir=sys.argv[1]) as p:
     p.checkpointed(4)
@@ -76,6 +78,25 @@ def test_a_second_signal_ends_the_process_at_once_from_a_thread(tmp_path):
         assert len(lines) == 2 and "again to stop at once" in lines[0], err
         assert lines[1].startswith("jaxagents train: stopped at once on a second ")
         assert os.path.join(run, "checkpoints", "4") in lines[1] and f"`jaxagents train --resume {run}`" in lines[1]
+
+
+def test_a_second_ctrl_c_in_a_library_call_raises_keyboardinterrupt():
+    """``runner.run`` from a notebook or script: the second Ctrl-C must not end the
+    process (the kernel); it interrupts the main thread as Python's own handler does."""
+    from jaxagents import preemption
+
+    assert not preemption.CTRL_C_EXITS
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with preemption.Preemption(announce=False) as p:
+            os.kill(os.getpid(), signal.SIGINT)
+            deadline = time.time() + 5
+            while not p.requested and time.time() < deadline:
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGINT)
+            while time.time() < deadline + 5:
+                time.sleep(0.01)
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_the_clock_cuts_by_count_and_by_time(monkeypatch):
