@@ -155,7 +155,9 @@ class Training:
             fault = self.watch.problem(checkpointed=self.restored is not None)
             d = segments.agree(segments.decide(self.clock, self.done, self.guard.requested_code, fault, jax_stop))
             if d.fault:
-                raise self.watch.error(d.fault, self.done, self.restored)
+                error = self.watch.error(d.fault, self.done, self.restored)
+                error.agreed = True  # every process raises it after the same update (peers.watch)
+                raise error
             self.write(rows, member_rows)
             self.diverged = _divergence(rows, self.learner.member_states(state).params)
             if self.diverged:
@@ -176,6 +178,7 @@ class Training:
                 if self.members_sink is not None:
                     self.members_sink.write(member_rows)
         except OSError as e:
+            self.raise_if_gone()
             raise _write_failed(e, f"the metrics of updates up to {self.done}", self.metrics_path, self.run_dir,
                                 self.restored) from None
 
@@ -186,6 +189,7 @@ class Training:
             with self.guard.writing:
                 self.ckpt.save(self.done, state, self.config, metrics)
         except OSError as e:
+            self.raise_if_gone()
             raise _write_failed(e, f"the checkpoint of update {self.done}",
                                 os.path.join(self.run_dir, "checkpoints", str(self.done)), self.run_dir,
                                 self.restored) from None
@@ -195,6 +199,13 @@ class Training:
             for step in self.clock.to_delete(self.ckpt.all_steps(), self.config["keep_checkpoints"]):
                 self.ckpt.delete(step)
         self.clock.checkpointed()
+
+    def raise_if_gone(self) -> None:
+        """``RunDirGone`` when a write failed because the run directory went away meanwhile
+        (this process alone: the others learn it from the peer watch)."""
+        code = self.watch.problem(checkpointed=self.restored is not None)
+        if code:
+            raise self.watch.error(code, self.done, self.restored) from None
 
     def close(self) -> None:
         """Close the sinks and the checkpointer."""

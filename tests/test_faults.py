@@ -349,3 +349,33 @@ def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_pa
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
     assert [r["update"] for r in _rows(d)] == list(range(1, 101))
+
+
+@pytest.mark.slow
+def test_a_removed_run_directory_stops_both_processes_with_one_line(tmp_path):
+    """Removed while two processes train: both stop after the same update with status
+    74 and one line, and the directory is not made again."""
+    d = tmp_path / "run"
+    procs = _two([*POP, "train.total_timesteps=64000", "checkpoint_every=10"], d, tmp_path)  # 1000 updates
+    ck = d / "checkpoints"
+    try:
+        deadline = time.time() + 200
+        while time.time() < deadline and all(p.poll() is None for p in procs):
+            if ck.is_dir() and any(x.isdigit() and int(x) >= 10 for x in os.listdir(ck)):
+                break
+            time.sleep(0.05)
+        shutil.rmtree(d, ignore_errors=True)
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        _kill(procs)
+    # found at a decision: both stop after the same update; found by a failed write on one
+    # process (removed in the middle of a checkpoint): that one, and the other as a lost peer
+    gone = f"jaxagents train: run directory {str(d)!r} was removed during the run: the run stopped after update "
+    lasts = [err.strip().splitlines()[-1] for _, err in outs]
+    codes = [p.returncode for p in procs]
+    assert 74 in codes and set(codes) <= {74, peers.EXIT_PEER_LOST}, (codes, lasts)
+    for code, last in zip(codes, lasts):
+        assert last.startswith(gone if code == 74 else "jaxagents train: lost process"), last
+    if codes == [74, 74]:
+        assert len({int(x.split("after update ")[1].split()[0]) for x in lasts}) == 1
+    assert not d.exists()

@@ -216,14 +216,15 @@ class _Watch:
 
 
 
-AGREED = ("Preempted", "TrainingDiverged", "RunDirGone")  # every process stops on these together
+AGREED = ("Preempted", "TrainingDiverged")  # every process stops on these together (and on errors marked agreed)
 
 
 @contextlib.contextmanager
 def watch(guard):
     """Watch the other processes for the duration of a ``with`` block (nothing with one
     process). An error that every process meets together (a signal, divergence, a run
-    directory gone) or none ends the watch for good; any other error first waits up to
+    directory gone found by the per-call decision: ``agreed``) or none ends the watch
+    for good; any other error first waits up to
     the peer timeout for a lost peer to be found (a collective with a dead peer fails
     with gloo's words: the lost process is the cause to report), then goes on."""
     if jax.process_count() == 1:
@@ -233,7 +234,7 @@ def watch(guard):
     try:
         yield w
     except BaseException as e:
-        if type(e).__name__ in AGREED:
+        if type(e).__name__ in AGREED or getattr(e, "agreed", False):
             w.finish(done=True)
         else:
             deadline = time.monotonic() + w.timeout_s + 2 * BEAT_S
