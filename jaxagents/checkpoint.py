@@ -154,6 +154,10 @@ class Checkpointer:
         detail = "; ".join(f"{os.path.join(self.directory, str(s))}: {why}" for s, why in failures)
         raise ValueError(f"no checkpoint of {self.directory} restores ({detail})")
 
+    def delete(self, step: int) -> None:
+        """Remove the checkpoint of ``step`` (every process calls this: orbax syncs them)."""
+        self.manager.delete(int(step))
+
     def reload(self) -> None:
         """Read the directory again (after checkpoints were moved, e.g. by another
         process of a multi-host run)."""

@@ -12,11 +12,30 @@ def cmd_train(args) -> int:
     """``jaxagents train``: start a run from a config and overrides, or continue one with
     ``--resume`` (``--distributed``: join the other processes first).
 
-    Returns 0 when the run finishes, 1 when training diverged, ``EXIT_PREEMPTED`` when
-    the run was stopped by a signal after writing its checkpoint (resumable). Bad
-    arguments raise ``ValueError`` (``cli.main`` prints it, status 2), as does running
-    out of memory, with advice.
+    Returns 0 when the run finishes, 1 when training diverged, 74 (``EXIT_RUN_DIR``)
+    when the run directory was removed, replaced or made unwritable during the run,
+    ``EXIT_PREEMPTED`` (75) or ``EXIT_INTERRUPTED`` (130) when the run was stopped by
+    SIGTERM or Ctrl-C after writing its checkpoint (resumable); a lost peer ends the
+    process with 69 (``jaxagents.population.peers``). The table is in docs/pod.md.
+    Bad arguments raise ``ValueError`` (``cli.main`` prints it, status 2), as does
+    running out of memory, with advice.
     """
+    from jaxagents import preemption
+
+    preemption.CTRL_C_EXITS = True  # a second Ctrl-C ends the command at once (a library caller gets KeyboardInterrupt)
+    try:
+        return _train(args)
+    except KeyboardInterrupt:  # Ctrl-C before the run watches signals (imports, the join, reading the config)
+        print("jaxagents train: interrupted (Ctrl-C) before training started; nothing of the run was written",
+              file=sys.stderr)
+        return 130
+
+
+EXIT_RUN_DIR = 74  # EX_IOERR
+
+
+def _train(args) -> int:
+    """``cmd_train`` without its Ctrl-C guard."""
     if args.distributed:  # before anything touches a device (see jaxagents.population.distributed)
         from jaxagents.population import distributed
 
@@ -51,10 +70,11 @@ def cmd_train(args) -> int:
         print(f"jaxagents train: {e}", file=sys.stderr)
         return 1
     except runner.Preempted as e:  # a distinct status: a scheduler may requeue the job with --resume
-        from jaxagents.preemption import EXIT_PREEMPTED
-
         print(f"jaxagents train: {e}", file=sys.stderr)
-        return EXIT_PREEMPTED
+        return e.status
+    except runner.RunDirGone as e:
+        print(f"jaxagents train: {e}", file=sys.stderr)
+        return EXIT_RUN_DIR
     except Exception as e:  # an allocation the memory check could not foresee (the rollout, a compile)
         text = str(e)
         if args.distributed:

@@ -280,6 +280,7 @@ def validate(config: dict, default: dict) -> dict:
     config["seed"] = check_int("seed", config["seed"], low=0)
     config["num_seeds"] = check_positive_int("num_seeds", config["num_seeds"])
     config["checkpoint_every"] = check_int("checkpoint_every", config["checkpoint_every"], low=0)
+    config["checkpoint_seconds"] = check_float("checkpoint_seconds", config["checkpoint_seconds"], low=0.0)
     config["keep_checkpoints"] = check_positive_int("keep_checkpoints", config["keep_checkpoints"])
     for k in OPTIONAL_KEYS:
         if k in config and config[k] is not None and not isinstance(config[k], str):

@@ -313,3 +313,72 @@ class RunLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+# ----------------------------------------------------------------------- the watch
+
+GONE, REPLACED, EMPTIED, UNWRITABLE, NO_CHECKPOINTS = 1, 2, 3, 4, 5
+_PROBLEMS = {GONE: "was removed", REPLACED: "was replaced by another directory",
+             EMPTIED: "lost its config.yaml (emptied?)", UNWRITABLE: "was made unwritable",
+             NO_CHECKPOINTS: "lost its checkpoints/ folder"}
+
+
+class RunDirGone(OSError):
+    """The run directory was removed, replaced, emptied or made unwritable while the
+    run went on: the run stopped before writing into it again (one line)."""
+
+
+class Watch:
+    """The run directory as the run found it (its device and inode), checked before
+    each write (``problem``): a directory removed, replaced, emptied or made unwritable
+    during a run stops it instead of being recreated half-empty by the next write
+    (orbax makes missing folders)."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        # held open so that the directory's inode cannot be reused by a new one under its name
+        self.fd = os.open(run_dir, os.O_RDONLY)
+        st = os.fstat(self.fd)
+        self.identity = (st.st_dev, st.st_ino)
+
+    def close(self) -> None:
+        """Let go of the directory."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def problem(self, laid_out: bool = True, checkpointed: bool = False) -> int:
+        """0 when the directory is as it was; else a code (``GONE``, ``REPLACED``,
+        ``EMPTIED``, ``UNWRITABLE``, ``NO_CHECKPOINTS``). ``laid_out``: config.yaml is
+        expected; ``checkpointed``: a checkpoint was written (``checkpoints/`` expected)."""
+        try:
+            st = os.stat(self.run_dir)
+        except FileNotFoundError:
+            return GONE
+        except OSError:
+            return UNWRITABLE
+        if (st.st_dev, st.st_ino) != self.identity:
+            return REPLACED
+        if laid_out and not os.path.isfile(os.path.join(self.run_dir, "config.yaml")):
+            return EMPTIED
+        if not os.access(self.run_dir, os.W_OK):
+            return UNWRITABLE
+        if checkpointed and not os.path.isdir(os.path.join(self.run_dir, "checkpoints")):
+            return NO_CHECKPOINTS
+        return 0
+
+    def error(self, code: int, done: int, last_checkpoint: int | None) -> RunDirGone:
+        """The one line for problem ``code`` found after update ``done``: what happened,
+        what is kept, and how to go on."""
+        lost = f"the trained state of update {done} was not saved (it is lost)"
+        if code in (GONE, REPLACED, EMPTIED, NO_CHECKPOINTS):
+            kept = ("its checkpoints went with it: the run cannot be resumed from there; start it again with "
+                    "a new --run-dir")
+        elif last_checkpoint is not None:
+            kept = (f"its checkpoints up to update {last_checkpoint} are intact: make it writable again and "
+                    f"continue with `jaxagents train --resume {self.run_dir}`")
+        else:
+            kept = (f"no checkpoint was written yet: make it writable again and continue with "
+                    f"`jaxagents train --resume {self.run_dir}`")
+        return RunDirGone(f"run directory {self.run_dir!r} {_PROBLEMS.get(code, 'changed')} during the run: the run "
+                          f"stopped after update {done} without writing into it again; {lost}; {kept}")

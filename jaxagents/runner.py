@@ -3,17 +3,18 @@ metrics, checkpoints, a learning-curve plot and a results table.
 
 This is what ``jaxagents train`` and the scripts in ``baselines/`` call; a run's
 checkpoints are read back by ``jaxagents.runs`` (``restore``, ``checkpoints``,
-``evaluate``: ``jaxagents eval``). Training goes in segments of ``checkpoint_every`` updates,
-each one jit-compiled call of the learner's update ``scan``ned (and ``vmap``ped over
-``num_seeds`` seeds); after each segment the full train state is checkpointed and
-the segment's metrics are logged. A killed run restarted with ``resume`` restores
-the last checkpoint and replays the same segments, so its results are
-bit-identical to an uninterrupted run.
+``evaluate``: ``jaxagents eval``); both stand on ``jaxagents.build`` and neither imports
+the other. ``run`` goes through named phases: check the arguments (``_arguments``),
+compare the processes' launch facts (``peers.check_same_launch``), take the directory
+(``_lock``), then under the signal and peer watches build and check, lay out, restore,
+train (``jaxagents.training.Training``) and finish (``_finish``).
 
-(Over 400 lines because ``run`` is one ordered sequence -- check, lay out, restore,
-segments, divergence, results -- with the helpers only it uses; configs, building,
-run directories, the results table, checkpoints and reading runs back are ``config.py``,
-``build.py``, ``rundir.py``, ``results.py``, ``checkpoint.py`` and ``runs.py``.)
+Training goes in compiled calls of the learner's update (``vmap``ped over ``num_seeds``
+seeds), checkpointed every ``checkpoint_every`` updates and at least every
+``checkpoint_seconds`` seconds (``jaxagents.segments``: one program for every call
+length, so where a run is cut never changes a number). A killed run restarted with
+``resume`` restores the last checkpoint and goes on bit-identically to an
+uninterrupted run.
 
 Nothing is lost or overwritten:
 
@@ -28,10 +29,14 @@ Nothing is lost or overwritten:
 * files are written atomically (a temporary file and a rename); a half-written last
   line of ``metrics.jsonl`` is dropped on resume; a checkpoint that does not restore
   is moved aside and the next older one is used (``Checkpointer.restore_newest``);
-* SIGTERM (a preempted machine, a cancelled SLURM job) stops the run after the
-  running segment, once its checkpoint is written, on every process together
+* SIGTERM (a preempted machine, a cancelled SLURM job) or Ctrl-C stops the run after
+  the running call, once its checkpoint is written, on every process together
   (``jaxagents.preemption``); it raises ``Preempted`` and ``--resume`` continues it
-  bit-identically;
+  bit-identically; a second one ends the process at once, its last checkpoint intact;
+* the run directory removed, replaced, emptied or made unwritable during the run stops
+  it at the next write with ``RunDirGone``, never a recreated, partial directory;
+* a process of a distributed run that dies or hangs stops every other one within
+  ``JAXAGENTS_PEER_TIMEOUT`` seconds (``jaxagents.population.peers``);
 * a diverged run (non-finite losses or parameters) stops with ``TrainingDiverged``
   naming the update and the last good checkpoint; the diverged state is not
   checkpointed, and its metrics rows are kept (non-finite losses as ``null``, listed
@@ -46,7 +51,8 @@ Config schema (every key optional; see ``DEFAULT``)::
     env: {id: kuhn_poker, kwargs: {...}, params: {...}}   # id "jaxmarl:NAME" wraps JaxMARL
     seed: 0
     num_seeds: 1
-    checkpoint_every: 50            # updates per segment (0: one segment)
+    checkpoint_every: 250           # a checkpoint every N updates (0: at the end only)
+    checkpoint_seconds: 20          # and at least every S seconds (0: by count only)
     keep_checkpoints: 3
     log: {progress: true, tensorboard: false, wandb_project: null}
     train: {...}                    # PPOConfig / SelfPlayConfig fields
@@ -64,122 +70,26 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxagents import config as configs
 from jaxagents import tracking
-from jaxagents.checkpoint import Checkpointer
-from jaxagents.population.distributed import gather, wait_for_all
-from jaxagents.preemption import Preempted, Preemption
-from jaxagents.build import build, build_learner, make_env  # noqa: F401  (runner.build, runner.make_env)
-from jaxagents.learners.skeleton.interface import MEMBERS_FILE
+from jaxagents.build import (  # noqa: F401  (runner.DEFAULT, runner.load_config... as before)
+    DEFAULT, build, build_learner, init_states, load_config, make_env, prepare, read_run_config, validate_config, warn)
+from jaxagents.population import peers
+from jaxagents.preemption import Preempted, Preemption  # noqa: F401  (runner.Preempted)
 from jaxagents.results import Progress, final_metrics, format_results
-from jaxagents.rundir import RunLock, check_new_run_dir, default_run_dir, lay_out
+from jaxagents.rundir import RunDirGone, RunLock, Watch, check_new_run_dir, default_run_dir, lay_out  # noqa: F401
 from jaxagents.rundir import primary as _primary
-
-# The embedded default, the first run a newcomer sees: Kuhn poker self-play with
-# role-conditioned advantages, the recipe of baselines/configs/selfplay_kuhn.yaml
-# (docs/results_selfplay.md) on a sixth of its budget: 1000 updates of 1024 envs x 16
-# steps, plain SGD, entropy annealed 0.1 -> 0.05 and a parameter average over ~100
-# updates. About 1-2 minutes on 2 CPU cores; exploitability 0.458 (uniform play) ->
-# ~0.01-0.02. The full recipe (<= 0.01) is `jaxagents train baselines/configs/selfplay_kuhn.yaml`.
-DEFAULT: dict[str, Any] = {
-    "learner": "selfplay",
-    "env": {"id": "kuhn_poker", "kwargs": {}, "params": {}},
-    "seed": 0,
-    "num_seeds": 1,
-    "checkpoint_every": 250,
-    "keep_checkpoints": 3,
-    "log": {"progress": True, "tensorboard": False, "wandb_project": None},
-    "population": None,  # a population: section (jaxagents.population.config) trains P members
-    "train": {
-        "ppo": {
-            "num_envs": 1024,
-            "num_steps": 16,
-            "total_timesteps": 1024 * 16 * 1000,
-            "update_epochs": 1,
-            "num_minibatches": 1,
-            "optimizer": "sgd",
-            "lr": 0.8,
-            "ent_coef": 0.1,
-            "ent_coef_final": 0.05,
-            "advantage": "rae",
-            "normalize": "none",
-        },
-        "eval_every": 50,
-        "eval_envs": 256,
-        "eval_steps": 16,
-        "average_decay": 0.99,
-    },
-}
+from jaxagents.training import (  # noqa: F401  (runner.TrainingDiverged, runner._divergence... as before)
+    RunWriteError, Training, TrainingDiverged, _divergence, _write_failed)
 
 LEARNERS = configs.LEARNERS
 deep_update = configs.deep_update
 apply_overrides = configs.apply_overrides
-
-
-class TrainingDiverged(RuntimeError):
-    """Non-finite losses or parameters: the run stopped (its metrics are kept)."""
-
-
-class RunWriteError(OSError):
-    """A file of the run could not be written (a full disk, a directory made
-    read-only): one line naming the file and what it holds; the run is resumable."""
-
-
-def _write_failed(e: OSError, what: str, path: str, run_dir: str, restored: int | None) -> RunWriteError:
-    from jaxagents.checkpoint import os_error
-
-    cause = os_error(e) or e
-    path = getattr(cause, "filename", None) or path
-    reason = cause.strerror or str(cause)
-    kept = f"checkpoints up to update {restored} are intact" if restored is not None else "no checkpoint was written yet"
-    return RunWriteError(f"cannot write {what} ({path}): {reason}; the run stopped and {kept}: once the disk has room "
-                         f"(or the directory is writable) continue it with `jaxagents train --resume {run_dir}`")
-
-
-# ----------------------------------------------------------------------- config
-
-
-def load_config(path: str | None = None, overrides: list[str] = ()) -> dict:
-    """The embedded default, updated by the YAML file at ``path`` and the overrides,
-    resolved and checked (``jaxagents.config.load``). The default's ``train``
-    section applies only to its own learner and environment: a file with a ``train``
-    section, or another learner or environment (``learner=ippo``), starts from the
-    learner's own defaults."""
-    return configs.load(path, list(overrides), DEFAULT)
-
-
-def prepare(config: dict | None) -> dict:
-    """A complete, checked config from a partial one (missing keys from ``DEFAULT``)."""
-    return configs.validate(configs.resolve({} if config is None else config, DEFAULT), DEFAULT)
-
-
-def validate_config(config: dict) -> dict:
-    """A checked copy of a complete config (``jaxagents.config.validate``)."""
-    return configs.validate(config, DEFAULT)
-
-
-def read_run_config(run_dir: str) -> dict:
-    """The checked config of an existing run directory."""
-    path = os.path.join(run_dir, "config.yaml")
-    if not os.path.isdir(run_dir):
-        raise ValueError(f"{run_dir!r} is not a run directory (no such directory)")
-    if not os.path.isfile(path):
-        raise ValueError(f"{run_dir!r} is not a run directory (no config.yaml)")
-    return prepare(configs.read_yaml(path))
-
-
-def init_states(learner, keys):
-    """Every seed's initial state, created where it lives (a population on a device
-    mesh: each process builds only its own members)."""
-    return jax.jit(jax.vmap(learner.init), out_shardings=learner.state_sharding(seed_axis=True))(keys)
 
 
 def _available_memory() -> tuple[int | None, str]:
@@ -225,49 +135,6 @@ def _check_memory(learner, keys, quiet: bool) -> None:
 # ----------------------------------------------------------------------- running
 
 
-def _shared_update(state):
-    """``state`` with its per-seed update counters ``i32[S]`` (all equal) as one scalar."""
-    return state.replace(update=state.update[0])
-
-
-def _start_rows(learner, state0, config: dict, logged) -> list[dict]:
-    """The row of update 0: the learner's evaluation of the initial state, restricted
-    to the evaluations the run logs (``logged``: the names of its metrics), so that
-    every evaluation curve starts at the untrained policy. Empty when the run logs no
-    evaluation."""
-    logged = {k for k in logged if k.startswith("eval/")}
-    if not logged:
-        return []
-    S = config["num_seeds"]
-    keys = jax.random.split(jax.random.fold_in(jax.random.key(config["seed"]), 0x5EED), S)
-    evaluate = jax.jit(jax.vmap(learner.evaluate)).lower(state0, keys).compile()
-    wait_for_all("compiled the evaluation")  # run it together (gloo's 30 s connect limit)
-    metrics = {k: np.asarray(v)[:, None] for k, v in gather(evaluate(state0, keys)).items() if k in logged}
-    if not metrics:
-        return []
-    zeros = np.zeros((S, 1))  # one row, as the learner's later rows (a population's: the members' mean)
-    return learner.log_rows({"update": zeros, "env_steps": zeros, **metrics}, S)[0]
-
-
-@jax.jit
-def _all_finite(leaves) -> jax.Array:
-    # one compiled reduction: over hosts, one collective that every process runs
-    # (eager per-leaf reductions of sharded arrays hung over gloo)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
-
-
-def _divergence(rows: list[dict], params) -> str | None:
-    """What diverged in a segment: the first update with a non-finite loss, or
-    non-finite parameters at its end; None when everything is finite."""
-    for r in rows:
-        if r.get("nonfinite"):
-            return f"non-finite {', '.join(r['nonfinite'])} at update {r['update']}"
-    leaves = [x for x in jax.tree.leaves(params) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
-    if leaves and not bool(_all_finite(leaves)):
-        return f"non-finite parameters after update {rows[-1]['update'] if rows else '?'}"
-    return None
-
-
 PLACEMENT_FILE = "placement.jsonl"
 
 
@@ -292,11 +159,6 @@ def _record_placement(learner, run_dir: str, quiet: bool, restored: int | None) 
         raise _write_failed(e, "where the members run", os.path.join(run_dir, PLACEMENT_FILE), run_dir, restored) from None
 
 
-def warn(message: str) -> None:
-    """One line to stderr, ``jaxagents: message`` (a run's warnings and placement)."""
-    print(f"jaxagents: {message}", file=sys.stderr)
-
-
 def run(
     config: dict | None = None,
     run_dir: str | None = None,
@@ -317,10 +179,27 @@ def run(
         overwrite: delete the run in ``run_dir`` first.
 
     Raises ``ValueError`` (one line) for a bad config or run directory, before
-    anything is written, and ``TrainingDiverged`` when losses or parameters become
-    non-finite.
+    anything is written, ``TrainingDiverged`` when losses or parameters become
+    non-finite, ``Preempted`` after a SIGTERM or SIGINT (its checkpoint written),
+    ``RunWriteError`` / ``RunDirGone`` when the run's files cannot be written.
     """
     primary = _primary()
+    config, run_dir = _arguments(config, run_dir, resume, overwrite, primary)
+    peers.check_same_launch(config, run_dir, resume)  # several processes: the same facts, or one line
+    lock = _lock(run_dir, resume, overwrite, primary)
+    hint = " with the same command on every process" if jax.process_count() > 1 else ""
+    try:
+        # SIGTERM / Ctrl-C: stop at the next checkpoint, a second one at once (jaxagents.preemption);
+        # a peer lost: every survivor stops within JAXAGENTS_PEER_TIMEOUT (jaxagents.population.peers)
+        with Preemption(run_dir=run_dir, resume_hint=hint) as guard, peers.watch(guard):
+            return _run(config, run_dir, resume, quiet, overwrite, primary, guard)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _arguments(config, run_dir, resume: bool, overwrite: bool, primary: bool) -> tuple[dict, str]:
+    """The checked config and run directory of ``run``, before anything is written."""
     if resume:
         if run_dir is None:
             raise ValueError("resume needs the run directory")
@@ -329,21 +208,15 @@ def run(
         config = read_run_config(run_dir)
         if not os.access(run_dir, os.W_OK):
             raise ValueError(f"cannot resume {run_dir!r}: the directory is not writable")
-    else:
-        config = prepare(config)
-        if run_dir is None:
-            if jax.process_count() > 1:
-                raise ValueError("a run over several processes needs an explicit run_dir, the same on every process")
-            run_dir = default_run_dir(config)
-        if primary:  # the others would find process 0's directory already laid out
-            check_new_run_dir(run_dir, overwrite)
-    lock = _lock(run_dir, resume, overwrite, primary)
-    try:
-        with Preemption() as preemption:  # SIGTERM: stop at the next checkpoint (jaxagents.preemption)
-            return _run(config, run_dir, resume, quiet, overwrite, primary, preemption)
-    finally:
-        if lock is not None:
-            lock.release()
+        return config, run_dir
+    config = prepare(config)
+    if run_dir is None:
+        if jax.process_count() > 1:
+            raise ValueError("a run over several processes needs an explicit run_dir, the same on every process")
+        run_dir = default_run_dir(config)
+    if primary:  # the others would find process 0's directory already laid out
+        check_new_run_dir(run_dir, overwrite)
+    return config, run_dir
 
 
 def _lock(run_dir: str, resume: bool, overwrite: bool, primary: bool) -> RunLock | None:
@@ -376,9 +249,10 @@ def _lock(run_dir: str, resume: bool, overwrite: bool, primary: bool) -> RunLock
 
 
 def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool, primary: bool,
-         preemption: Preemption) -> dict:
-    """``run`` once the run directory is this run's (``_lock``)."""
-    S = config["num_seeds"]
+         guard: Preemption) -> dict:
+    """``run`` once the run directory is this run's (``_lock``), phase by phase: build
+    and check, lay out, restore, train in calls and checkpoints, stop or finish."""
+    t0 = time.perf_counter()
     show = config["log"].get("progress", True) and not quiet
     progress = Progress(0, show and primary)
     # the learner's own checks run here, before anything is written. The per-update host
@@ -387,140 +261,27 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
     learner = build(config, callback=progress if show else None)
     if primary:
         tracking.check_sinks(config["log"])
-    keys = jax.random.split(jax.random.key(config["seed"]), S)
+    keys = jax.random.split(jax.random.key(config["seed"]), config["num_seeds"])
     _check_memory(learner, keys, quiet or not primary)
     if not resume and primary:
         lay_out(run_dir, config, overwrite)
-    U = learner.num_updates
-    progress.total = U
-    every = config["checkpoint_every"] or U
-
-    t0 = time.perf_counter()
-    state = init_states(learner, keys)
-    ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"), max_to_keep=config["keep_checkpoints"])
-    metrics_path = os.path.join(run_dir, "metrics.jsonl")
-    results_path = os.path.join(run_dir, "results.json")
-    restored = None
-    if resume and ckpt.all_steps():
-        state, restored, skipped = ckpt.restore_newest(state, move_aside=primary)
-        if jax.process_count() > 1:  # process 0 has moved broken checkpoints aside: all see the same steps
-            from jax.experimental import multihost_utils
-
-            multihost_utils.sync_global_devices("jaxagents: checkpoints restored")
-            ckpt.reload()
-        for message in skipped if primary else ():
-            warn(message)
-    done = int(np.asarray(state.update)[0])
-    if primary:
-        _record_placement(learner, run_dir, quiet, restored)
-    if resume and done >= U and os.path.isfile(results_path):  # finished already: its figures stand
-        ckpt.close()
-        progress.close()
-        with open(results_path) as f:
-            results = json.load(f)
-        if not quiet and primary:
-            print(format_results(results))
-        return results
-    sinks, members_sink = [], None
-    if primary:
-        try:
-            tracking.JsonlSink(metrics_path).truncate_after(done if restored is not None else -1)
-            sinks = tracking.make_sinks(config["log"], run_dir, config)
-            if learner.members is not None:  # the members' own rows (fitness, lineage, schedules)
-                members_sink = tracking.JsonlSink(os.path.join(run_dir, MEMBERS_FILE))
-                members_sink.truncate_after(done if restored is not None else -1)
-        except OSError as e:
-            ckpt.close()
-            progress.close()
-            raise _write_failed(e, "the run's logs (rows past the checkpoint are dropped)", metrics_path, run_dir,
-                                restored) from None
-
-    compiled = {}  # segment length -> compiled program (at most two lengths)
-    compile_s, train_s, trained_steps = 0.0, 0.0, 0
-    start_due = done == 0  # evaluate the initial state: the start of every evaluation curve
-    diverged, stopped = None, False
+    t = Training(config, run_dir, learner, guard, Watch(run_dir), primary)
+    progress.total = learner.num_updates
     try:
-        while done < U:
-            n = min(every, U - done)
-            if n not in compiled:
-                tc = time.perf_counter()
-                body = lambda s, n=n: jax.lax.scan(lambda c, _: learner.update(c), s, None, n)  # noqa: E731
-                # Seeds advance in lockstep, so the update counter is vmapped as one shared
-                # scalar: a `lax.cond` on it (evaluate every K updates) stays a branch
-                # instead of becoming a select that evaluates on every update.
-                axes = jax.tree.map(lambda _: 0, state).replace(update=None)
-                compiled[n] = jax.jit(jax.vmap(body, in_axes=(axes,), out_axes=(axes, 0))).lower(_shared_update(state)).compile()
-                wait_for_all(f"compiled a segment of {n} updates")  # start it together (gloo's 30 s connect limit)
-                compile_s += time.perf_counter() - tc
-            if start_due:
-                start_due = False
-                start = _start_rows(learner, state, config, compiled[n].out_info[1])
-                for s in sinks:
-                    s.write(start)
-            ts = time.perf_counter()
-            state, metrics = compiled[n](_shared_update(state))
-            state = state.replace(update=jnp.broadcast_to(state.update, (S,)))
-            metrics = gather(metrics)  # host arrays; from every process when sharded over hosts
-            train_s += time.perf_counter() - ts
-            done = int(np.asarray(state.update)[0])
-            rows, member_rows = learner.log_rows(metrics, S)
-            if rows and rows[-1]["update"]:
-                trained_steps += n * rows[-1]["env_steps"] // rows[-1]["update"]
-            try:
-                for s in sinks:
-                    s.write(rows)
-                if members_sink is not None:
-                    members_sink.write(member_rows)
-            except OSError as e:  # resuming drops rows past the last checkpoint (and a half-written line)
-                raise _write_failed(e, f"the metrics of updates up to {done}", metrics_path, run_dir, restored) from None
-            diverged = _divergence(rows, learner.member_states(state).params)
-            if diverged:
-                break
-            try:
-                ckpt.save(done, state, config, {"update": done, **{k: v for k, v in rows[-1].items() if not k.endswith("@seeds")}})
-            except OSError as e:
-                raise _write_failed(e, f"the checkpoint of update {done}", os.path.join(run_dir, "checkpoints", str(done)),
-                                    run_dir, restored) from None
-            restored = done
-            if done < U and preemption.stop_agreed(done):  # every process: a collective at each boundary
-                stopped = True
-                break
+        state = t.restore(init_states(learner, keys), resume)
+        if primary:
+            _record_placement(learner, run_dir, quiet, t.restored)
+        if resume and t.done >= learner.num_updates and os.path.isfile(t.results_path):
+            return _already_finished(t.results_path, quiet or not primary)  # its figures stand
+        t.open_logs()
+        t.train(state)
+        t.raise_if_stopped()
+        if t.watch.problem():  # before the last files: a directory gone is not written again
+            raise t.watch.error(t.watch.problem(), t.done, t.restored)
     finally:
         progress.close()
-        for s in sinks:
-            s.close()
-        ckpt.close()
-    if stopped:
-        every_process = " with the same command on every process" if jax.process_count() > 1 else ""
-        raise Preempted(f"stopped on SIGTERM after update {done} of {U}, its checkpoint written "
-                        f"({os.path.join(run_dir, 'checkpoints', str(done))}): continue the run with "
-                        f"`jaxagents train --resume {run_dir}`{every_process}")
-    if diverged:
-        last = (
-            f"the last good checkpoint is {os.path.join(run_dir, 'checkpoints', str(restored))} (update {restored})"
-            if restored is not None
-            else "no checkpoint was written before it"
-        )
-        raise TrainingDiverged(
-            f"training diverged: {diverged}; the diverged state was not checkpointed, {last}; "
-            f"the metrics up to it are in {metrics_path} (non-finite losses as null, listed under \"nonfinite\")"
-        )
-
-    results = {
-        "run_dir": run_dir,
-        "learner": config["learner"],
-        "env": config["env"]["id"],
-        "num_seeds": S,
-        "updates": done,
-        "env_steps": 0,
-        "wall_s": time.perf_counter() - t0,
-        "compile_s": compile_s,
-        "train_s": train_s,
-        "env_steps_per_s": (trained_steps * S / train_s) if train_s > 0 and trained_steps else None,
-        "start": {},
-        "final": {},
-        "plot": None,
-    }
+        t.close()
+    results = t.results(t0)
     if not primary:
         return results
     try:
@@ -528,7 +289,16 @@ def _run(config: dict, run_dir: str, resume: bool, quiet: bool, overwrite: bool,
     except BrokenPipeError:
         raise
     except OSError as e:  # every update is checkpointed: --resume only writes these files again
-        raise _write_failed(e, "the run's results (curve.png, results.json)", run_dir, run_dir, done) from None
+        raise _write_failed(e, "the run's results (curve.png, results.json)", run_dir, run_dir, t.done) from None
+
+
+def _already_finished(results_path: str, quiet: bool) -> dict:
+    """The results of a run resumed after it finished."""
+    with open(results_path) as f:
+        results = json.load(f)
+    if not quiet:
+        print(format_results(results))
+    return results
 
 
 def _finish(results: dict, config: dict, learner, run_dir: str, quiet: bool) -> dict:

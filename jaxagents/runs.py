@@ -3,7 +3,8 @@ policy evaluated (``evaluate``: ``jaxagents eval``), and finished runs as data -
 partners of fictitious co-play's second stage and the policies of a cross-play matrix.
 
 This is the reading side of the run directories, next to ``runner`` (which writes
-them): the learners and evaluators below it take partners and policies as arrays and
+them); both stand on ``build`` (configs, learners, ``restore``) and neither imports the
+other. The learners and evaluators below it take partners and policies as arrays and
 never open a file, so ``jaxagents.learners`` and ``jaxagents.evaluation`` import nothing
 from this level (``tests/test_packaging.py``).
 """
@@ -16,11 +17,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxagents import runner
+from jaxagents import build
+from jaxagents.build import load_partners, restore  # noqa: F401  (runs.restore, runs.load_partners)
 from jaxagents.checkpoint import Checkpointer
 from jaxagents.core.validate import check_int
 from jaxagents.evaluation.crossplay import Policies, num_policies
-from jaxagents.learners.policy_gradient.fcp import Partners, partners_from
 
 
 def _evaluate_states(learner, state, keys) -> dict:
@@ -28,38 +29,18 @@ def _evaluate_states(learner, state, keys) -> dict:
     return jax.jit(jax.vmap(learner.evaluate))(state, keys)
 
 
-def restore(run_dir: str):
-    """The newest checkpoint of a run that restores: ``(config, learner, state,
-    update)``; ``state`` is the train state of every seed (leading axis
-    ``num_seeds``). Nothing in the run directory is changed."""
-    config = runner.read_run_config(run_dir)
-    directory = os.path.join(run_dir, "checkpoints")
-    if not os.path.isdir(directory) or not any(p.isdigit() for p in os.listdir(directory)):
-        raise ValueError(f"run {run_dir!r} has no checkpoint yet (one is written every checkpoint_every updates)")
-    learner = runner.build(config)
-    like = runner.init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
-    ckpt = Checkpointer(directory, max_to_keep=None, create=False)
-    try:
-        state, step, skipped = ckpt.restore_newest(like, move_aside=False)
-    finally:
-        ckpt.close()
-    for message in skipped:
-        runner.warn(message)
-    return config, learner, state, step
-
-
 def checkpoints(run_dir: str):
     """Every checkpoint of a run, oldest first: ``(config, learner, [(update, state),
     ...])``, each ``state`` as ``restore``'s (read only; for analyses over a run's
     history, e.g. ``experiments/checkpoint_mixture.py``). The states are
     restored lazily, one per iteration of the returned generator."""
-    config = runner.read_run_config(run_dir)
+    config = build.read_run_config(run_dir)
     directory = os.path.join(run_dir, "checkpoints")
     steps = sorted(int(p) for p in os.listdir(directory) if p.isdigit()) if os.path.isdir(directory) else []
     if not steps:
         raise ValueError(f"run {run_dir!r} has no checkpoint yet (one is written every checkpoint_every updates)")
-    learner = runner.build(config)
-    like = runner.init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
+    learner = build.build(config)
+    like = build.init_states(learner, jax.random.split(jax.random.key(config["seed"]), config["num_seeds"]))
 
     def states():
         ckpt = Checkpointer(directory, max_to_keep=None, create=False)
@@ -97,7 +78,7 @@ def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str | Non
     ``member`` is ``"all"`` (every member: the metrics per member, and their mean;
     the default), ``"best"`` (the member with the best fitness at the checkpoint) or a
     member index; a single run takes no ``member`` (refused before anything is read)."""
-    member = _check_member(run_dir, runner.read_run_config(run_dir), member)
+    member = _check_member(run_dir, build.read_run_config(run_dir), member)
     config, learner, state, step = restore(run_dir)
     S = config["num_seeds"]
     metrics = _evaluate_states(learner, state, jax.random.split(jax.random.key(seed), S))
@@ -128,18 +109,6 @@ def evaluate(run_dir: str, seed: int = 1, quiet: bool = False, member: str | Non
     return result
 
 
-def load_partners(run_dir: str, holdout: int) -> Partners:
-    """A stage-1 FCP run's partners (its newest checkpoint): every seed's members in
-    order, the first ``M - holdout`` partners' snapshots flattened into the pool, the
-    last ``holdout`` partners' final parameters held out."""
-    config, learner, state, _ = restore(run_dir)
-    if config["learner"] != "fcp" or config["train"].get("partners") is not None:
-        raise ValueError(f"partners={run_dir!r} must be a stage-1 fcp run (learner: fcp, train.partners: null), "
-                         f"got learner {config['learner']!r} with partners={config['train'].get('partners')!r}")
-    members = learner.member_states(state)  # [S(, P)]: the seeds (and members) are the partners
-    return partners_from(members.extra.params, members.params, 1 if learner.members is None else 2, holdout, run_dir)
-
-
 def check_same_environment(configs: dict) -> None:
     """One-line ``ValueError`` unless every run (``{run_dir: config}``) has the same
     environment (id, kwargs, params) and learner."""
@@ -160,7 +129,7 @@ def load_policies(run_dirs, members: str = "all") -> Policies:
         raise ValueError(f"--members must be 'all' or 'best', got {members!r}")
     if not run_dirs:
         raise ValueError("cross-play needs at least one run directory")
-    configs = {d: runner.read_run_config(d) for d in run_dirs}
+    configs = {d: build.read_run_config(d) for d in run_dirs}
     check_same_environment(configs)
     if members == "best" and all(c.get("population") is None for c in configs.values()):
         raise ValueError("--members best applies to population runs only; none of the runs is one: drop --members")
@@ -181,7 +150,7 @@ def load_policies(run_dirs, members: str = "all") -> Policies:
             P = learner.members
             params.append(jax.tree.map(lambda x: x.reshape(S * P, *x.shape[2:]), p))
             names += [f"{label}/s{s}/m{m}" for s in range(S) for m in range(P)]
-        first = first or (learner, runner.read_run_config(d)["learner"])
+        first = first or (learner, build.read_run_config(d)["learner"])
     shapes = [jax.tree.map(lambda x: x.shape[1:], p) for p in params]
     if any(jax.tree.structure(s) != jax.tree.structure(shapes[0]) or s != shapes[0] for s in shapes):
         raise ValueError("the runs' networks differ (parameter shapes); cross-play needs policies of one architecture")

@@ -27,7 +27,7 @@ def test_jaxagents_imports_no_environment():
 
 # the top of jaxagents: reading and writing runs, configs, the command line
 TOP_LEVEL = ("runner", "runs", "build", "config", "cli", "cli_train", "outputs", "rundir", "results", "preemption",
-             "checkpoint")
+             "checkpoint", "segments", "training")
 LIBRARY = ("core", "nn", "learners", "evaluation", "population", "bench", "compat", "advantages.py")
 
 
@@ -143,3 +143,42 @@ def test_learner_folders_import_in_one_direction():
                 if parts[:2] == ["jaxagents", "learners"] and (len(parts) == 2 or parts[2] in banned):
                     offenders.append(f"{path.relative_to(ROOT)}: {module}")
     assert not offenders, offenders
+
+
+def _module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return name[: -len(".__init__")] if name.endswith(".__init__") else name
+
+
+def test_no_import_circle():
+    """No module of the package reaches itself through its imports (at its top or
+    inside a function): e.g. the run writer (runner) and the run reader (runs) both
+    stand on build and never on each other. The package's own ``__init__`` (its
+    public names) is left out: every module may import ``jaxagents``."""
+    modules = {_module_name(p): p for p in (ROOT / "jaxagents").rglob("*.py")}
+
+    def known(name: str) -> str | None:
+        while name not in modules and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name if name in modules and name != "jaxagents" else None
+
+    graph = {}
+    for name, path in modules.items():
+        found = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:  # a module imported from a package is that module
+                found += [f"{node.module}.{a.name}" for a in node.names]
+        graph[name] = {m for m in map(known, found) if m and m != name}
+    circles = []
+    for start in graph:
+        seen, stack = set(), [start]
+        while stack:
+            for nxt in graph.get(stack.pop(), ()):
+                if nxt == start:
+                    circles.append(start)
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    assert not sorted(set(circles)), sorted(set(circles))

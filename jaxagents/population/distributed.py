@@ -207,8 +207,14 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
                                     f"{fix}; or raise {TIMEOUT_VAR} (seconds) if some start later")
     try:
         # JAX's own timeout only as a backstop: the watchdog speaks first
+        # JAX's heartbeat timeout above ours (peers.watch): a lost peer is our one line, not JAX's abort
+        from jaxagents.population import peers
+
+        heartbeat = max(100, math.ceil(3 * peers.peer_timeout()) + 10)
+        peers.LAUNCH.update(coordinator=coordinator, num_processes=num_processes, process_id=process_id)
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
-                                   process_id=process_id, initialization_timeout=math.ceil(timeout_s) + 30)
+                                   process_id=process_id, initialization_timeout=math.ceil(timeout_s) + 30,
+                                   heartbeat_timeout_seconds=heartbeat)
     except ValueError as e:
         if coordinator is None:  # JAX found no cluster and names its own arguments, not ours
             raise ValueError(f"--distributed: no cluster detected (SLURM, Open MPI, Cloud TPU, Kubernetes) and "
