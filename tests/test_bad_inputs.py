@@ -63,10 +63,10 @@ CLI_CASES = [
     (["train", "env.kwargs.nope=1"], ["nope"]),
     (["train", "train.ppo.advantage=bogus"], ["advantage must be one of"]),
     # files and directories
-    (["train", "nope.yaml"], ["neither a file nor a bundled config"]),
+    (["train", "nope.yaml"], ["neither a file, a bundled config nor a registered environment id"]),
     (["train", "--resume", "/nonexistent/run"], ["not a run directory"]),
     (["eval", "/nonexistent/run"], ["not a run directory"]),
-    (["train", "override-without-equals"], ["neither a file nor a bundled config"]),
+    (["train", "override-without-equals"], ["neither a file, a bundled config nor a registered environment id"]),
     # options that do not apply
     (["bench", "--all", "--env-kwarg", "horizon=3"], ["--env-kwarg configures one ENV_ID, not --all"]),
 ]

@@ -117,7 +117,7 @@ def test_match_stats_counts_results_invalid_moves_and_lengths():
     z = jnp.zeros((k, b), jnp.int32)
     turns = Turns(active=active, player=player, prompt=jnp.zeros((k, b, 1), jnp.int32), prompt_length=z,
                   tokens=jnp.zeros((k, b, n), jnp.int32), logprobs=jnp.zeros((k, b, n)), mask=mask, move=z,
-                  invalid=invalid, reward=reward, done=done, overflow=jnp.zeros((k, b), bool))
+                  invalid=invalid, reward=reward, done=done, overflow=jnp.zeros((k, b), bool), allowed=jnp.zeros((k, b, 0), bool))
     out = jax.jit(match_stats)(turns, jnp.array([0, 0, 1, 0]))
     # game 0: model (seat 0) +1; game 1: seat 0 gets -1; game 2: over, 0; game 3 not over
     np.testing.assert_allclose([out["win"], out["draw"], out["loss"], out["unfinished"]], [0.25, 0.25, 0.25, 0.25])

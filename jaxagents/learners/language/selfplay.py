@@ -53,8 +53,7 @@ from jaxagents.lm.episode import Turns, play
 from jaxagents.lm.generate import Sampling
 
 SEATS = "seats"  # the one role of the [T, E, 2] samples handed to the estimators
-TEXT_GAME_ATTRS = ("piece_table", "capacity", "num_moves", "actions", "action_moves", "parse", "echo",
-                   "legal_actions", "step_move")
+TEXT_GAME_ATTRS = ("piece_table", "capacity", "actions", "action_moves", "parse", "echo", "legal_actions", "step_move")
 
 
 @struct.dataclass
