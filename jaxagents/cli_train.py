@@ -22,13 +22,17 @@ def cmd_train(args) -> int:
     """
     from jaxagents import preemption
 
-    preemption.CTRL_C_EXITS = True  # a second Ctrl-C ends the command at once (a library caller gets KeyboardInterrupt)
+    # a second Ctrl-C ends the command at once (a library caller gets KeyboardInterrupt);
+    # restored after, for a process that goes on (a test, a script calling cli.main)
+    before, preemption.CTRL_C_EXITS = preemption.CTRL_C_EXITS, True
     try:
         return _train(args)
     except KeyboardInterrupt:  # Ctrl-C before the run watches signals (imports, the join, reading the config)
         print("jaxagents train: interrupted (Ctrl-C) before training started; nothing of the run was written",
               file=sys.stderr)
         return 130
+    finally:
+        preemption.CTRL_C_EXITS = before
 
 
 EXIT_RUN_DIR = 74  # EX_IOERR

@@ -142,7 +142,7 @@ def test_resume_of_a_finished_run_changes_nothing(uninterrupted, capsys):
     "args, message",
     [
         (["train", "train.ppo.lr=-1"], "train section: lr must be"),
-        (["train", "nope.yaml"], "neither a file nor a bundled config"),
+        (["train", "nope.yaml"], "neither a file, a bundled config nor a registered environment id"),
         (["train", "learner=dqn"], "learner must be one of"),
         (["train", "train.ppo.bogus=1"], "bogus"),
         (["eval", "/nonexistent"], "not a run directory"),

@@ -48,7 +48,7 @@ def _turns(prompt, length, gen, allowed) -> Turns:
                  overflow=jnp.zeros((1, b), bool), allowed=allowed[None])
 
 
-@pytest.mark.parametrize("constrained", [True, False])
+@pytest.mark.parametrize("constrained", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_replies_are_scored_as_generation_drew_them(tokenizer, constrained):
     cfg = tiny_config("llama", vocab_size=tokenizer.vocab_size)
     params = init_params(cfg, jax.random.key(0), scale=0.3)
