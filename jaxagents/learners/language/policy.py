@@ -24,7 +24,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxagents.learners.language.config import ModelSpec
 from jaxagents.lm import lora
