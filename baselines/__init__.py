@@ -10,6 +10,7 @@ agent), each a ``jaxagents train`` run, into one experiment directory.
 
 from __future__ import annotations
 
+import functools
 import os
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
@@ -34,9 +35,11 @@ def configs(learner: str | None = None) -> list[str]:
     return [n for n in names if learner is None or n.startswith(learner + "_")]
 
 
+@functools.lru_cache(maxsize=1)
 def env_ids() -> dict[str, list[str]]:
     """``{env id: [bundled config names that train it]}`` (the ``env.id`` of each
-    bundled config; ``jaxmarl:`` ids included), names sorted."""
+    bundled config; ``jaxmarl:`` ids included), names sorted; read once per process
+    (the bundled files do not change while it runs): do not modify the result."""
     import yaml
 
     out: dict[str, list[str]] = {}

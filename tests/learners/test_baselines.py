@@ -10,10 +10,9 @@ from jaxagents.cli import main as cli_main
 
 
 # the language-model configs build their games' evaluators (every information state
-# rendered to its prompt: 10-30 s each); one builds here, the rest under -m slow (they
-# also train by name there)
+# rendered to its prompt: 10-30 s each): they build under -m slow (and train by name there)
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith("lm_selfplay_")
-                                  and n != "lm_selfplay_kuhn" else n for n in configs()])
+                                  else n for n in configs()])
 def test_config_builds(name):
     cfg = runner.load_config(resolve(name))
     assert cfg["name"] == name
