@@ -98,7 +98,9 @@ class LanguageSelfPlayConfig(CommonConfig):
     """Self-play of one language model in every seat (see the module docstring for the
     shared fields and the advantage settings).
 
-    Attributes (beyond ``CommonConfig``'s):
+    The fields beyond ``CommonConfig``'s:
+
+    Attributes:
         model: a ``ModelSpec`` (or a mapping of its fields).
         games: more text games trained in the same batch as the run's ``env`` (ids, or
             ``{id, kwargs}`` mappings): one batch mixing games, baselines per (game, role).
