@@ -7,6 +7,8 @@ import importlib
 import os
 import sys
 
+from jaxagents import supervisor
+
 
 def cmd_train(args) -> int:
     """``jaxagents train``: start a run from a config and overrides, or continue one with
@@ -16,12 +18,17 @@ def cmd_train(args) -> int:
     when the run directory was removed, replaced or made unwritable during the run,
     ``EXIT_PREEMPTED`` (75) or ``EXIT_INTERRUPTED`` (130) when the run was stopped by
     SIGTERM or Ctrl-C after writing its checkpoint (resumable); a lost peer ends the
-    process with 69 (``jaxagents.population.peers``). The table is in docs/pod.md.
+    process with 69 (``jaxagents.population.peers``; the loss of process 0,
+    ``jaxagents.supervisor``). The table is in docs/pod.md.
     Bad arguments raise ``ValueError`` (``cli.main`` prints it, status 2), as does
     running out of memory, with advice.
     """
     from jaxagents import preemption
 
+    if args.distributed and not supervisor.supervised():  # the training runs in a child (jaxagents.supervisor)
+        index = os.environ.get("JAXAGENTS_PROCESS_ID") or os.environ.get("SLURM_PROCID")
+        return supervisor.run(args.argv, args.resume or args.run_dir,
+                              f"process {index}" if index else "this process")
     # a second Ctrl-C ends the command at once (a library caller gets KeyboardInterrupt);
     # restored after, for a process that goes on (a test, a script calling cli.main)
     before, preemption.CTRL_C_EXITS = preemption.CTRL_C_EXITS, True

@@ -33,6 +33,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 EXIT_PREEMPTED = 75
 EXIT_INTERRUPTED = 130
@@ -42,6 +43,9 @@ WRITE_WAIT_S = 3.0  # how long a second signal waits for a checkpoint being writ
 # notebook or script that calls ``runner.run`` it raises KeyboardInterrupt in the main
 # thread instead, once the running call returns (ending the process would end the kernel)
 CTRL_C_EXITS = False
+SUPERVISED_VAR = "JAXAGENTS_SUPERVISED"  # set in jaxagents.supervisor's child, the process that trains
+_SUPERVISED = os.environ.get(SUPERVISED_VAR) == "1"
+DUPLICATE_S = 1.0
 
 
 class Preempted(RuntimeError):
@@ -84,6 +88,7 @@ class Preemption:
         self._socks = None
         self._old_wakeup = -1
         self._count = 0
+        self._last = (0, -1e9)  # the last signal and when it came
         self._interrupting = self._interrupt_sent = False
 
     @property
@@ -147,7 +152,14 @@ class Preemption:
 
     def on_signal(self, signum: int) -> None:
         """A SIGTERM or SIGINT arrived (called from the watching thread): the first is a
-        request, the second ends the process now (``exit_now``)."""
+        request, the second ends the process now (``exit_now``). Under ``jaxagents train
+        --distributed``'s supervisor, the same signal again within ``DUPLICATE_S`` is
+        the same notice, delivered both directly and forwarded (``jaxagents.supervisor``)."""
+        now = time.monotonic()
+        duplicate = (_SUPERVISED and signum == self._last[0] and now - self._last[1] < DUPLICATE_S)
+        self._last = (signum, now)
+        if duplicate:
+            return
         self._count += 1
         if self._count > 1:
             if signum == signal.SIGINT and not CTRL_C_EXITS:
@@ -184,10 +196,18 @@ class Preemption:
         on_disk = _newest_step(os.path.join(self.run_dir, "checkpoints"))  # a save may be complete on disk already
         if on_disk is not None and (self.last_checkpoint is None or on_disk > self.last_checkpoint):
             self.last_checkpoint = on_disk
-        kept = (f"the last checkpoint is {os.path.join(self.run_dir, 'checkpoints', str(self.last_checkpoint))} "
-                f"(update {self.last_checkpoint}), the updates after it are lost"
-                if self.last_checkpoint is not None else "no checkpoint was written yet")
-        return f"{kept}: continue the run with `jaxagents train --resume {self.run_dir}`{self.resume_hint}"
+        return resume_advice(self.run_dir, self.last_checkpoint, self.resume_hint)
+
+
+def resume_advice(run_dir: str, last_checkpoint: int | None, resume_hint: str = "") -> str:
+    """The last checkpoint of ``run_dir`` (``last_checkpoint``, else the newest on disk)
+    and the command that continues the run."""
+    if last_checkpoint is None:
+        last_checkpoint = _newest_step(os.path.join(run_dir, "checkpoints"))
+    kept = (f"the last checkpoint is {os.path.join(run_dir, 'checkpoints', str(last_checkpoint))} "
+            f"(update {last_checkpoint}), the updates after it are lost"
+            if last_checkpoint is not None else "no checkpoint was written yet")
+    return f"{kept}: continue the run with `jaxagents train --resume {run_dir}`{resume_hint}"
 
 
 def _newest_step(directory: str) -> int | None:

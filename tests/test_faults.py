@@ -352,6 +352,37 @@ def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_pa
 
 
 @pytest.mark.slow
+def test_the_loss_of_process_0_stops_the_survivor_with_one_line(tmp_path):
+    """kill -9 of process 0 (its supervisor; the trainer under it goes too) after a
+    checkpoint: the coordination service goes with it and JAX aborts process 1's trainer;
+    process 1 still ends with one line of ours, status 69, the checkpoint named."""
+    d = tmp_path / "run"
+    procs = _two([*POP, "train.total_timesteps=64000", "checkpoint_every=10"], d, tmp_path)  # 1000 updates
+    ck = d / "checkpoints"
+    try:
+        deadline = time.time() + 200
+        while time.time() < deadline and all(p.poll() is None for p in procs):
+            if ck.is_dir() and any(x.isdigit() and int(x) >= 10 for x in os.listdir(ck)):
+                break
+            time.sleep(0.05)
+        procs[0].kill()
+        t = time.monotonic()
+        _, err = procs[1].communicate(timeout=60)
+        took = time.monotonic() - t
+    finally:
+        _kill(procs)
+    assert procs[1].returncode == peers.EXIT_PEER_LOST and took < 5 + 10, (took, err[-3000:])
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jaxagents train: lost process 0"), err[-3000:]
+    assert f"--resume {d}` with the same command on every process" in lines[0]
+    kept = int(lines[0].split("(update ")[1].split(")")[0])
+    assert kept >= 10 and (ck / str(kept)).is_dir()
+    report = lines[0].split("JAX's own report: ")[1].rstrip(")") if "JAX's own report: " in lines[0] else None
+    if report:  # JAX's abort (else our heartbeat thread spoke first)
+        os.unlink(report)
+
+
+@pytest.mark.slow
 def test_a_removed_run_directory_stops_both_processes_with_one_line(tmp_path):
     """Removed while two processes train: both stop after the same update with status
     74 and one line, and the directory is not made again."""

@@ -18,12 +18,13 @@ EX_UNAVAILABLE), whatever its main thread is doing: a collective waiting for a d
 peer never returns, and JAX alone would abort it with a C++ stack trace once its own
 heartbeat timeout (raised above ours by ``distributed.initialize``) ran out.
 
-One case is JAX's alone: when process 0 itself dies, the coordination service dies
-with it, and JAX's client in every survivor aborts within a second (status 134, "the
-JAX distributed service detected fatal errors"), before any thread of ours can speak.
-jaxlib 0.10.2 takes a ``missed_heartbeat_callback`` to replace that abort, but cannot
-call a Python one (its ``absl::Status`` argument has no Python type: the process then
-ends with ``std::bad_cast``), so the loss of process 0 is reported by JAX's own lines.
+When process 0 itself dies, the coordination service dies with it, and JAX's client
+in every survivor aborts within a second (status 134, "the JAX distributed service
+detected fatal errors"), before this thread can speak. jaxlib 0.10.2 takes a
+``missed_heartbeat_callback`` to replace that abort, but cannot call a Python one (its
+``absl::Status`` argument has no Python type: the process then ends with
+``std::bad_cast``), so ``jaxagents train --distributed`` trains in a child process and
+its parent reports that abort in one line (``jaxagents.supervisor``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from jaxagents import runner
+from jaxagents import rundir, runner
 from jaxagents.cli import main
 
 TINY = [
@@ -195,8 +195,11 @@ def test_only_process_0_writes_logs(monkeypatch, tmp_path):
     config, metrics, plot or results (orbax coordinates the checkpoints)."""
     monkeypatch.setattr(runner, "_primary", lambda: False)
     d = tmp_path / "worker"
-    runner.run(runner.load_config(None, TINY), run_dir=str(d), quiet=True)
-    assert sorted(os.listdir(d)) == ["checkpoints"]
+    config = runner.load_config(None, TINY)
+    rundir.lay_out(str(d), runner.prepare(config), overwrite=False)  # process 0's part, before the others train
+    laid_out = (d / "config.yaml").read_bytes()
+    runner.run(config, run_dir=str(d), quiet=True)
+    assert sorted(os.listdir(d)) == ["checkpoints", "config.yaml"] and (d / "config.yaml").read_bytes() == laid_out
 
 
 @pytest.mark.slow
