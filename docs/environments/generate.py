@@ -136,6 +136,25 @@ def renders(env) -> bool:
     return type(getattr(env, "unwrapped", env)).render is not Env.render
 
 
+def budget_key(path: str) -> str:
+    """The dotted key of a config's ``total_timesteps`` (``train.total_timesteps``, or
+    ``train.ppo.total_timesteps`` where the learner nests its PPO settings)."""
+    import yaml
+
+    def find(node, prefix):
+        if isinstance(node, dict):
+            if "total_timesteps" in node:
+                return prefix + ".total_timesteps"
+            for k, v in node.items():
+                found = find(v, f"{prefix}.{k}")
+                if found:
+                    return found
+        return None
+
+    with open(path) as f:
+        return find(yaml.safe_load(f).get("train", {}), "train") or "train.total_timesteps"
+
+
 def page(env_id: str, checks: dict, bench: dict) -> str:
     """The markdown page of ``env_id``."""
     import jaxagents_baselines as baselines
@@ -229,10 +248,11 @@ def page(env_id: str, checks: dict, bench: dict) -> str:
     lines += ["## Training it", ""]
     try:
         name = baselines.for_env(env_id)
+        budget = budget_key(baselines.resolve(name))
         lines += [f"`jaxagents train {env_id}` runs the bundled config `{name}` "
                   f"(`baselines/configs/{name}.yaml`); {{doc}}`../../which_learner` says why that learner.", "",
                   "```bash", f"jaxagents train {env_id}",
-                  f"jaxagents train {env_id} train.total_timesteps=100000 --run-dir runs/{env_id}", "```", ""]
+                  f"jaxagents train {env_id} {budget}=100000 --run-dir runs/{env_id}", "```", ""]
     except ValueError as e:
         lines += [f"`jaxagents train {env_id}` answers: {e}", ""]
     return "\n".join(lines)
