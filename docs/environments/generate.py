@@ -11,8 +11,10 @@ defaults applied), its roles with their observation and action spaces, its param
 their defaults (ranges from the params class's own docstring where it gives them), its
 capabilities (scripted players, exact evaluation, rendering, named tasks), what the
 family page says it is checked against, its row of the family throughput table in
-BENCHMARKS.md, a frame (``docs/figures/envs/ID.png``, written by ``--frames``) and the
-bundled config that ``jaxagents train ID`` runs. ``docs/check_site.py`` runs ``--check``.
+BENCHMARKS.md, a frame (``docs/figures/envs/ID.png``, written by ``--frames``: the
+state after a reset with ``jax.random.key(0)`` and a few random legal steps) or, for a
+text game, the first observation as text, and the bundled config that ``jaxagents train
+ID`` runs. ``docs/check_site.py`` runs ``--check``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ ROOT = os.path.dirname(DOCS)
 OUT = os.path.join(DOCS, "environments", "reference")
 FRAMES = os.path.join(DOCS, "figures", "envs")
 FAMILIES = ("games", "robots", "economy", "meanfield")
+FRAME_STEPS = 5  # random legal steps before a frame (fewer when the episode would end)
+FRAME_MIN_WIDTH = 240  # pixels; a narrower frame is enlarged by a whole factor
 
 
 def _cells(line: str) -> list[str]:
@@ -125,6 +129,32 @@ def _param_notes(params_cls) -> dict[str, str]:
     return {k: " ".join(v.split()).replace("|", "\\|") for k, v in notes.items()}
 
 
+def renders(env) -> bool:
+    """Whether ``env`` -- below its wrappers, which forward ``render`` -- draws frames."""
+    from jaxagents.core.env import Env
+
+    return type(getattr(env, "unwrapped", env)).render is not Env.render
+
+
+def budget_key(path: str) -> str:
+    """The dotted key of a config's ``total_timesteps`` (``train.total_timesteps``, or
+    ``train.ppo.total_timesteps`` where the learner nests its PPO settings)."""
+    import yaml
+
+    def find(node, prefix):
+        if isinstance(node, dict):
+            if "total_timesteps" in node:
+                return prefix + ".total_timesteps"
+            for k, v in node.items():
+                found = find(v, f"{prefix}.{k}")
+                if found:
+                    return found
+        return None
+
+    with open(path) as f:
+        return find(yaml.safe_load(f).get("train", {}), "train") or "train.total_timesteps"
+
+
 def page(env_id: str, checks: dict, bench: dict) -> str:
     """The markdown page of ``env_id``."""
     import jaxagents_baselines as baselines
@@ -186,7 +216,7 @@ def page(env_id: str, checks: dict, bench: dict) -> str:
         caps.append(f"scripted players: {', '.join(f'`{k}`' for k in scripted)}")
     if env.exact_evaluation(params) is not None:
         caps.append("exact evaluation (`env.exact_evaluation(params)`): policies scored without sampling")
-    if cls.render is not Env.render:
+    if renders(env):
         caps.append("rendering (`env.render(state)`: an RGB frame)")
     if hasattr(cls, "tasks"):
         caps.append(f"{len(cls.tasks())} named tasks (`jaxagents list-tasks {env_id}`)")
@@ -205,15 +235,24 @@ def page(env_id: str, checks: dict, bench: dict) -> str:
         lines += [f"`jaxagents bench {env_id} --num-envs 1 64 1024` measures it; the measured figures are in "
                   "{doc}`../../benchmarks`.", ""]
     if os.path.exists(os.path.join(FRAMES, env_id + ".png")):
-        lines += ["## A frame", "", f"![{env_id} after reset](../../figures/envs/{env_id}.png)", ""]
+        lines += ["## A frame", "", f"`env.render(state)` after `env.reset(jax.random.key(0))` and up to {FRAME_STEPS} "
+                  "random legal steps (`jaxagents.random_actions`):", "",
+                  f"![{env_id}: a rendered frame after a reset and a few random legal steps]"
+                  f"(../../figures/envs/{env_id}.png)", ""]
+    if hasattr(env, "render_observation"):
+        role, text = first_observation(env)
+        lines += ["## A first observation", "",
+                  f"`env.render_observation(ts.obs[{role!r}][0])` after `env.reset(jax.random.key(0))`, "
+                  f"for `{role}`, the seat to act:", "", "```text", text.strip("\n"), "```", ""]
 
     lines += ["## Training it", ""]
     try:
         name = baselines.for_env(env_id)
+        budget = budget_key(baselines.resolve(name))
         lines += [f"`jaxagents train {env_id}` runs the bundled config `{name}` "
                   f"(`baselines/configs/{name}.yaml`); {{doc}}`../../which_learner` says why that learner.", "",
                   "```bash", f"jaxagents train {env_id}",
-                  f"jaxagents train {env_id} train.total_timesteps=100000 --run-dir runs/{env_id}", "```", ""]
+                  f"jaxagents train {env_id} {budget}=100000 --run-dir runs/{env_id}", "```", ""]
     except ValueError as e:
         lines += [f"`jaxagents train {env_id}` answers: {e}", ""]
     return "\n".join(lines)
@@ -259,24 +298,63 @@ def pages() -> dict[str, str]:
     return out
 
 
-def write_frames(ids: list[str]) -> None:
-    """``docs/figures/envs/ID.png``: a frame of the first state of every id that renders."""
+def first_observation(env) -> tuple[str, str]:
+    """``(role, text)``: a text game's first observation, after ``reset(jax.random.key(0))``,
+    of the seat to act (the first role when none is)."""
     import jax
+    import numpy as np
+
+    _, ts = env.reset(jax.random.key(0))
+    roles = list(env.roles)
+    role = next((r for r in roles if bool(np.asarray(ts.active[r]).any())), roles[0])
+    return role, env.render_observation(ts.obs[role][0])
+
+
+def frame_state(env, steps: int = FRAME_STEPS):
+    """The state after ``reset(jax.random.key(0))`` and up to ``steps`` uniformly random
+    legal steps (``jaxagents.random_actions``, keys folded from ``key(1)``); a step that
+    would end the episode is not taken, so the frame shows a game in progress."""
+    import jax
+
+    from jaxagents.core.env import random_actions
+
+    params = env.default_params()
+    state, ts = env.reset(jax.random.key(0), params)
+
+    @jax.jit
+    def step(key, state, ts):
+        k_act, k_step = jax.random.split(key)
+        return env.step(k_step, state, random_actions(env, k_act, ts), params)
+
+    for i in range(steps):
+        nxt, nts = step(jax.random.fold_in(jax.random.key(1), i), state, ts)
+        if bool(nts.terminated) or bool(nts.truncated):
+            break
+        state, ts = nxt, nts
+    return state, params
+
+
+def write_frames(ids: list[str]) -> None:
+    """``docs/figures/envs/ID.png``: a frame (``frame_state``) of every id that renders."""
     import matplotlib.pyplot as plt
+    import numpy as np
 
     from jaxagents.core import registry
-    from jaxagents.core.env import Env
     from jaxagents.tracking import atomic_write
 
     os.makedirs(FRAMES, exist_ok=True)
     for env_id in ids:
         env = registry.make(env_id)
-        if type(env).render is Env.render:
+        if not renders(env):
             continue
-        state, _ = env.reset(jax.random.key(0))
+        state, params = frame_state(env)
+        frame = np.asarray(env.render(state, params))
+        scale = max(1, -(-FRAME_MIN_WIDTH // frame.shape[1]))  # small boards: whole pixels enlarged
+        frame = frame.repeat(scale, axis=0).repeat(scale, axis=1)
         buf = io.BytesIO()
-        plt.imsave(buf, env.render(state), format="png")
+        plt.imsave(buf, frame, format="png")
         atomic_write(os.path.join(FRAMES, env_id + ".png"), buf.getvalue())
+        print(f"{env_id}: {FRAMES}/{env_id}.png")
 
 
 def main(argv=None) -> int:
