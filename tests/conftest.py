@@ -32,10 +32,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # order them by their number of tests, which put the notebooks, ~3 minutes in 6 tests,
 # last, running alone while the other worker idled). Longest first balances the two
 # workers. Only the order changes; every test still runs.
-_LONG_FIRST = ("test_notebooks.py", "test_conformance.py", "learners/test_runner.py", "learners/test_ppo.py")
+_LONG_FIRST = ("test_notebooks.py", "test_conformance.py", "learners/test_runner.py", "learners/test_ppo.py",
+               "test_faults.py", "population/test_multihost_run.py", "economy/test_econgym_tasks.py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects
 def pytest_collection_modifyitems(session, config, items):
+    # Three tiers: the default suite (10 minutes), `-m slow` (CI's second suite) and
+    # `-m heavy` (the rest). A test combining a heavy parameter with a slow one (stacked
+    # parametrize) is heavy only, so that `-m slow` keeps to its budget.
+    for item in items:
+        if item.get_closest_marker("heavy") is not None:
+            item.own_markers[:] = [m for m in item.own_markers if m.name != "slow"]
+
     def rank(item):
         path = item.nodeid.split("::")[0]
         for i, name in enumerate(_LONG_FIRST):

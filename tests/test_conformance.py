@@ -125,7 +125,7 @@ class Rollout:
 
 # Registered ids that share their code with another id checked by default, or whose
 # scenario has its own jit/vmap tests (tests/environments/robots): the contract is
-# checked on them with `pytest -m slow` (compiling dominates this module).
+# checked on them with `pytest -m heavy` (compiling dominates this module: 8 minutes).
 SLOW_IDS = {
     "stag_hunt", "chicken", "matching_pennies", "coordination",  # MatrixGame, as prisoners_dilemma
     "robots_foraging", "robots_predator_prey", "robots_material_transport", "robots_warehouse",
@@ -137,7 +137,7 @@ SLOW_IDS = {
 }
 
 
-@pytest.fixture(scope="module", params=[pytest.param(i, marks=pytest.mark.slow) if i in SLOW_IDS else i for i in jaxagents.list_envs()])
+@pytest.fixture(scope="module", params=[pytest.param(i, marks=pytest.mark.heavy) if i in SLOW_IDS else i for i in jaxagents.list_envs()])
 def ro(request):
     return Rollout(request.param)
 

@@ -382,7 +382,7 @@ def test_the_loss_of_process_0_stops_the_survivor_with_one_line(tmp_path):
         os.unlink(report)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_removed_run_directory_stops_both_processes_with_one_line(tmp_path):
     """Removed while two processes train: both stop after the same update with status
     74 and one line, and the directory is not made again."""

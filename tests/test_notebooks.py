@@ -30,12 +30,19 @@ nbclient = pytest.importorskip("nbclient")
 # slow checks (CI runs them after the default suite)
 # and the notebooks that train (economy, selfplay: 40-50 s each; robots, meanfield: ~20 s),
 # so that the default suite keeps its 10 minutes; quickstart and games stay in it
-SLOW = {"populations", "selfplay", "economy", "robots", "meanfield", "lm_selfplay"}
+SLOW = {"meanfield"}
+# the longer ones (1-1.5 minutes each) only with `pytest -m heavy`: their stored outputs
+# are what the pages show, and docs/check_site.py checks those are there
+HEAVY = {"populations", "selfplay", "economy", "robots", "lm_selfplay"}
 
 
-@pytest.mark.parametrize(
-    "path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS]
-)
+def _marked(p):
+    if p.stem in SLOW | HEAVY:
+        return pytest.param(p, marks=pytest.mark.slow if p.stem in SLOW else pytest.mark.heavy)
+    return p
+
+
+@pytest.mark.parametrize("path", [_marked(p) for p in NOTEBOOKS], ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path, monkeypatch):
     nb = nbformat.read(path, as_version=4)
     # Notebooks read JAXAGENTS_SMALL to shrink their budgets under test.

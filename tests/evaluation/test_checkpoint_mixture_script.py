@@ -21,7 +21,7 @@ TINY = dict(learner="selfplay", env={"id": "kuhn_poker"}, seed=3, num_seeds=2, c
 
 
 # ~40 s (a two-seed run, then the script): with the slow checks
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_mixtures_of_a_run_history(experiment_script, tmp_path, capsys):
     mix = experiment_script("checkpoint_mixture")
     run = str(tmp_path / "run")

@@ -51,7 +51,7 @@ def test_report_win_columns(jq, tmp_path):
     assert rows["jaxmarl"]["env_steps_per_cpu_s"] == pytest.approx(20.0)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_smax_ours_tiny_run(jq, tmp_path):
     pytest.importorskip("jaxmarl")
     jq.args = jq.parser().parse_args(["--task", "vdn_smax", "--side", "ours", "--steps", "4096", "--seeds", "1",

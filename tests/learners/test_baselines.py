@@ -10,9 +10,13 @@ from jaxagents.cli import main as cli_main
 
 
 # the language-model configs build their games' evaluators (every information state
-# rendered to its prompt: 10-30 s each): they build under -m slow (and train by name there)
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith("lm_selfplay_")
-                                  else n for n in configs()])
+# rendered to its prompt: 10-70 s each): they build under -m slow, Leduc's and the
+# multi-game's (1-1.5 minutes) under -m heavy
+HEAVY_CONFIGS = {"lm_selfplay_leduc", "lm_selfplay_multigame"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.heavy if n in HEAVY_CONFIGS else pytest.mark.slow)
+                                  if n.startswith("lm_selfplay_") else n for n in configs()])
 def test_config_builds(name):
     cfg = runner.load_config(resolve(name))
     assert cfg["name"] == name

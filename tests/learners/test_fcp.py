@@ -183,7 +183,7 @@ def test_two_stages_through_the_runner(tmp_path):
     assert jax.tree.leaves(state.extra.pool)[0].shape[:2] == (1, 2 * 2)  # [seeds, 2 partners x 2 snapshots]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_stage1_sharded_and_stage2_data_parallel_match_one_device():
     """2 fake devices: partners sharded over ``pop`` keep the same snapshots (to float
     rounding: XLA sums a vmap of 1 member and of 2 in different orders); the FCP agent

@@ -360,9 +360,10 @@ def test_pool_reference_names_the_commit_it_came_from():
 
 
 @pytest.mark.slow
-def test_ring_buffer_run_is_bit_identical_to_the_pre_league_pool():
+def test_ring_buffer_run_matches_the_pre_league_pool():
     """Every metric and state leaf of 2 updates of a pool run, against the outputs of the
-    pool implementation before the league (tests/learners/data, written by it on CPU
+    pool implementation before the league (bit for bit with JAXAGENTS_POOL_REFERENCE_EXACT=1
+    on the machine that recorded them) (tests/learners/data, written by it on CPU
     with JAX 0.10.2 under the suite's XLA flags, tests/conftest.py; another XLA build
     or optimisation level rounds differently -- regenerate it there with
     ``tests/learners/selfplay_pool_reference.py``, which records only from that commit,
@@ -372,9 +373,11 @@ def test_ring_buffer_run_is_bit_identical_to_the_pre_league_pool():
     # measures added since (the pool evaluated as one mixed strategy) read the run, never steer it
     added = {k for k in set(got) - set(ref) if "/eval/pool/" in k}
     assert added and set(got) - added == set(ref)
-    # bit for bit on the processor the reference was recorded on; elsewhere XLA's CPU code
-    # rounds differently, so floats agree to rounding and integers (keys, counts) exactly
-    exact = POOL_REFERENCE.cpu_model().startswith(POOL_REFERENCE.RECORDED_ON)
+    # bit for bit on the machine the reference was recorded on; elsewhere (another processor
+    # under the same "model name", e.g. with or without AVX-512) XLA's CPU code rounds
+    # differently: floats agree to rounding (an Intel Xeon: 5e-4 relative; another AMD EPYC
+    # 8.7e-6), integers (keys, counts) exactly
+    exact = os.environ.get("JAXAGENTS_POOL_REFERENCE_EXACT") == "1"
     for k in ref:
         if exact or not np.issubdtype(ref[k].dtype, np.floating):
             np.testing.assert_array_equal(got[k], ref[k], err_msg=k)

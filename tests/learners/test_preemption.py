@@ -62,7 +62,7 @@ def test_sigterm_stops_at_the_boundary_and_the_run_resumes(tmp_path, monkeypatch
     assert [r["update"] for r in _rows(stopped)] == list(range(1, 7)) and (stopped / "results.json").is_file()
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_cli_exits_with_its_own_status_on_sigterm(tmp_path):
     """A SIGTERM from outside, as a scheduler sends it: exit status 75 with one line,
     the run resumable and then equal to one never stopped, bit for bit."""

@@ -73,7 +73,7 @@ def test_run_directory(uninterrupted):
 
 
 # ~30 s (a run killed by SIGKILL, then resumed): with the slow checks
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_killed_run_resumes_bit_identically(uninterrupted, cache, tmp_path):
     full_dir, _ = uninterrupted
     d = tmp_path / "killed"

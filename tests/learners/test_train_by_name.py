@@ -1,7 +1,7 @@
 """``jaxagents train ENV_ID`` for every registered id: each id resolves to the bundled
 config that trains it, and each trains for two updates through the CLI. The default
 suite trains one id per learner (selfplay, ippo; a few CPU-seconds each); ``-m slow``
-trains every other id (text Kuhn poker's config is trained end to end by
+a sample of the other families, ``-m heavy`` every other id (text Kuhn poker's config is trained end to end by
 ``tests/lm/test_selfplay.py``)."""
 
 import json
@@ -82,7 +82,12 @@ def test_train_by_name(env_id, tmp_path):
     train_by_name(env_id, tmp_path)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("env_id", [i for i in IDS if i not in CHEAP and i != "text_kuhn_poker"])
+# under -m slow one id of each other family (a grid game, a robot scenario, the economy,
+# mean-field, a language game); every other id under -m heavy (about 15 minutes)
+SAMPLE = ["overcooked", "robots_navigation", "macro", "mf_crowd", "text_tic_tac_toe"]
+
+
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=pytest.mark.slow if i in SAMPLE else pytest.mark.heavy)
+                                    for i in IDS if i not in CHEAP and i != "text_kuhn_poker"])
 def test_train_by_name_every_id(env_id, tmp_path):
     train_by_name(env_id, tmp_path)

@@ -80,8 +80,8 @@ def _replay_texts(env_id, turns):
 
 @pytest.mark.parametrize("env_id,constrained", [
     ("text_kuhn_poker", False), ("text_tic_tac_toe", True),
-    pytest.param("text_leduc_poker", True, marks=pytest.mark.slow),
-    pytest.param("text_negotiation", False, marks=pytest.mark.slow),
+    pytest.param("text_leduc_poker", True, marks=pytest.mark.heavy),
+    pytest.param("text_negotiation", False, marks=pytest.mark.heavy),
     pytest.param("text_connect_four", True, marks=pytest.mark.slow)])
 def test_every_prompt_is_the_games_observation(env_id, constrained):
     """Free text (mostly invalid replies from a random model: warnings, echoes, losses)

@@ -141,7 +141,7 @@ def test_bad_sampling_budget_is_refused():
         make_sampled_evaluator(CFG, env, tables, samples=0)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_free_form_estimate_covers_the_exact_value_and_counts_invalid_replies():
     tok, env, tables, prompt, ev = kuhn()
     params = bigram_params(tok, prompt, MOVE_LOGITS)
@@ -212,7 +212,7 @@ def leduc():
     return tok, env, tables, ev
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_leduc_prompts_are_those_play_builds_and_its_value_is_the_played_one():
     from jaxagents_environments.text.leduc import MOVES, RANKS
 

@@ -171,7 +171,7 @@ def test_tic_tac_toe_model_never_beats_minimax_whose_moves_are_optimal():
     assert res["win"] == 0 and res["invalid_rate"] == 0 and res["mean_response_tokens"] == 3.0  # "[", digit, "]"
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_connect_four_search_beats_an_untrained_model():
     tok, env, tables = game("text_connect_four")
     opp = Opponent.build(env, tok, *opponents(env)["search"])
@@ -182,7 +182,7 @@ def test_connect_four_search_beats_an_untrained_model():
     assert res["unfinished"] == 0 and res["loss"] >= 0.75, res
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_negotiation_against_a_scripted_trader():
     tok, env, tables = game("text_negotiation")
     policy, strings = opponents(env)["deny"]

@@ -196,7 +196,7 @@ def test_kuhn_baseline_trains_and_logs_its_exact_exploitability(tmp_path):
     assert np.isfinite(rows[-1]["loss"]) and rows[-1]["grad_norm"] > 0
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_checkpoint_folder_trains_lora_adapters_and_resumes_identically(tmp_path):
     """A Hugging Face folder (a tiny random Qwen2) with LoRA and PPO's epochs, the KL and the
     entropy: only the adapters move, and an update after a checkpoint round trip equals
@@ -232,7 +232,7 @@ def test_a_checkpoint_folder_trains_lora_adapters_and_resumes_identically(tmp_pa
     assert float(n2["loss"]) == float(m2["loss"])
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_multigame_mixes_games_with_a_baseline_per_game_and_role():
     """Kuhn (constrained), Tic-Tac-Toe (constrained) and the negotiation (free replies) in
     one update: statistics per game, one RAE cell per (game, seat)."""

@@ -32,7 +32,7 @@ from .test_mesh import run_with_devices
 ABS_TOL, REL_TOL = 1e-5, 1e-2
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_environments_split_over_4_devices_match_one_device():
     """(b) IPPO (GAE, minibatch normalisation) and self-play (RAE table, batch
     normalisation, a league with a main exploiter, parameter average, exact exploitability) on Kuhn
@@ -51,7 +51,7 @@ def test_environments_split_over_4_devices_match_one_device():
 
 
 # ~60 s on 2 cores, the largest default test: with the slow checks (PPO's data axis stays in the default suite)
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_pqn_environments_split_over_devices_match_one_device():
     """PQN on the data axis, in a subprocess with 4 fake devices: PQN-VDN on Overcooked
     (truncations bootstrapped inside the rollout, shaped reward) with one member's

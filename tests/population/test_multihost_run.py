@@ -87,7 +87,7 @@ def test_two_process_run_writes_once_and_resumes_bit_identically(tmp_path):
         assert _jsonl(full / name) == _jsonl(killed / name), name
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_sigterm_to_one_process_stops_both_at_the_same_checkpoint(tmp_path):
     """A scheduler's SIGTERM reaching one process of two: both stop after the same
     update with that checkpoint written and exit 75; resumed, the run ends equal to

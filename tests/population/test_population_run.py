@@ -79,7 +79,7 @@ def test_population_run_directory(full):
     assert placed["members"] == 4 and placed["pop"] * placed["data"] == placed["devices_used"] <= placed["devices_present"]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_killed_population_run_resumes_bit_identically(full, cache, tmp_path):
     full_dir, _ = full
     d = tmp_path / "killed"

@@ -39,7 +39,7 @@ def test_interval_and_levels(gp):
     assert gp.levels_of([0.0, 0.12, 0.37, 1.2], 21) == [0, 2, 7, 20]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_pipeline_at_a_tiny_size(tmp_path):
     out = tmp_path / "gp.json"
     script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "experiments", "gtb_planner.py")

@@ -174,7 +174,7 @@ def test_playouts_match_openspiel(playouts):
     assert ends["unfinished"] <= n // 100, ends
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("num_players", sorted(SLOW_GAMES))
 def test_many_playouts_match_openspiel(num_players):
     env = Hanabi(num_players)

@@ -22,8 +22,9 @@ golden = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(golden)
 GOLDEN = golden.load()
 # one case in the default suite (filter on, held, with noise: the noise branch, the guard
-# and one filtering per step); every other mode and scenario under -m slow
+# and one filtering per step); three more modes under -m slow, the scenarios under -m heavy
 FAST = ("nav_safe_hold_noise",)
+SLOW = ("nav_safe_tick", "nav_free_hold", "nav_safe_hold_cont")
 
 
 def test_golden_names_the_commit_it_came_from():
@@ -68,8 +69,8 @@ def test_same_trajectories_and_info_as_the_reference(case):
             np.all(got[f"info/{k}"] >= step[f"info/{k}"])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("case", [c for c in golden.CASES if c not in FAST])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow if c in SLOW else pytest.mark.heavy)
+                                  for c in golden.CASES if c not in FAST])
 def test_every_scenario_matches_the_reference(case):
     _compare(case, "tick")
     _compare(case, "step")

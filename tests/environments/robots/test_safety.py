@@ -380,7 +380,7 @@ def test_without_the_filter_random_robots_do_collide():
     assert int(np.sum(info["filter_iters"])) == 0 and float(np.max(info["filter_residual"])) == 0
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("n,mode,hold,num_envs,steps", SLOW)
 def test_random_policies_never_collide_long(n, mode, hold, num_envs, steps):
     env = Navigation(num_robots=n, action_mode=mode, zero_order_hold=hold, metrics="tick")  # every tick counted

@@ -94,12 +94,12 @@ def _excused(env, kind):
 
 
 # one tokenizer kind each in the default suite (the other under -m slow)
-@pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.slow), "qwen2"])
+@pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.heavy), "qwen2"])
 def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, _excused(env, kind), every=15)
 
 
-@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 7])
+@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.heavy), 7])
 @pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
     """Every seventh recorded observation by default, all of them with ``-m slow``."""

@@ -93,7 +93,7 @@ def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, excused)
 
 
-@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 2])
+@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.heavy), 2])
 @pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
     """``tokenize(pieces) == encode(render(pieces))`` on every other recorded observation

@@ -105,7 +105,7 @@ def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, excused, every=10)
 
 
-@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 5])
+@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.heavy), 5])
 @pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
     """Every fifth recorded observation by default, all of them with ``-m slow``."""

@@ -152,7 +152,7 @@ def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, _excused(env, kind), every=5)
 
 
-@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 3])
+@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.heavy), 3])
 @pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
     """Every third recorded observation by default, all of them with ``-m slow``."""
