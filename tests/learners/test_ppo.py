@@ -66,8 +66,9 @@ def test_config_errors():
         PPOConfig(num_envs=6, num_minibatches=4, network={"recurrent": True})
 
 
-# recurrent (~20 s) with the slow checks: the default suite's 10 minutes
-@pytest.mark.parametrize("variant", ["mappo", pytest.param("recurrent", marks=pytest.mark.slow)])
+# with the slow checks (13-20 s each): the default suite's 10 minutes
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["mappo", "recurrent"])
 def test_variants_run(variant):
     env = jaxagents.make("stag_hunt")
     # MAPPO also freezes one role (role_start_update) and slows the other (role_lr_scale)
@@ -251,6 +252,7 @@ def test_unweighted_loss_equals_the_all_ones_weighted_loss():
     jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7), weighted, bare)
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_magnet_regulariser_is_minus_the_kl_to_the_magnet():
     """``role_loss(..., magnet=q)`` weighs ``-KL(pi || pi_q)`` by ``ent_coef`` in place of
     the entropy (with ``magnet_weight=w``: ``(1 - w) H(pi) - w KL``): checked against the softmaxes of both networks' logits, with an illegal

@@ -170,6 +170,7 @@ def test_qmix_recurrent_never_chooses_an_illegal_action_and_coordinates(qmix_two
     assert float(ev["eval/episode_return/row"]) == 8.0  # (stag, stag) at both steps
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_pqn_and_q_learning_evaluate_the_same_greedy_policy_alike():
     """The value-based learners share one evaluation (``common.evaluate_greedy``): on
     the one-shot stag hunt, PQN's and IQL's ``evaluate`` of the same Q-networks report

@@ -155,6 +155,7 @@ def test_returns_are_reported_per_seat(kuhn_run):
     np.testing.assert_allclose(metrics["episode_return/player_0"], -metrics["episode_return/player_1"], atol=1e-5)
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_tic_tac_toe_minimax_evaluator():
     env = jaxagents.make("tic_tac_toe")
     cfg = SelfPlayConfig(ppo=dict(num_envs=4, num_steps=4, total_timesteps=16), eval_envs=2048, eval_steps=12)

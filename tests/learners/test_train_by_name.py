@@ -1,6 +1,6 @@
 """``jaxagents train ENV_ID`` for every registered id: each id resolves to the bundled
 config that trains it, and each trains for two updates through the CLI. The default
-suite trains one id per learner (selfplay, ippo; a few CPU-seconds each); ``-m slow``
+suite trains one id (ippo; a few CPU-seconds); ``-m slow``
 a sample of the other families, ``-m heavy`` every other id (text Kuhn poker's config is trained end to end by
 ``tests/lm/test_selfplay.py``)."""
 
@@ -15,8 +15,8 @@ from jaxagents.core import registry
 
 IDS = registry.list_envs()
 TEXT = [i for i in IDS if i.startswith(TEXT_PREFIX)]
-# one id per learner of the by-name configs (selfplay, ippo), for the default suite
-CHEAP = ["matching_pennies", "prisoners_dilemma"]
+# one id for the default suite (self-play's matching_pennies with the slow checks)
+CHEAP = ["prisoners_dilemma"]
 
 
 def tiny(env_id: str) -> list[str]:
@@ -82,9 +82,9 @@ def test_train_by_name(env_id, tmp_path):
     train_by_name(env_id, tmp_path)
 
 
-# under -m slow one id of each other family (a grid game, a robot scenario, the economy,
+# under -m slow one id of each other family (self-play, a grid game, a robot scenario, the economy,
 # mean-field, a language game); every other id under -m heavy (about 15 minutes)
-SAMPLE = ["overcooked", "robots_navigation", "macro", "mf_crowd", "text_tic_tac_toe"]
+SAMPLE = ["matching_pennies", "overcooked", "robots_navigation", "macro", "mf_crowd", "text_tic_tac_toe"]
 
 
 @pytest.mark.parametrize("env_id", [pytest.param(i, marks=pytest.mark.slow if i in SAMPLE else pytest.mark.heavy)

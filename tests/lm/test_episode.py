@@ -78,6 +78,7 @@ def _replay_texts(env_id, turns):
     return out
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize("env_id,constrained", [
     ("text_kuhn_poker", False), ("text_tic_tac_toe", True),
     pytest.param("text_leduc_poker", True, marks=pytest.mark.heavy),

@@ -69,6 +69,7 @@ def bigram_params(tok, prompt: Prompt, logits: dict) -> dict:
     return params
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_zero_model_is_the_uniform_policy():
     _, _, _, _, ev = kuhn()
     out = jax.jit(ev)(jax.tree_util.tree_map(jnp.zeros_like, init_params(CFG, jax.random.PRNGKey(0))))

@@ -113,6 +113,7 @@ def test_stop_tokens_budget_and_masks():
         assert out.mask[b, :n].all() and not out.mask[b, n:].any() and (out.tokens[b, n:] == 0).all()
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_stop_strings_end_on_the_token_that_completes_them(tokenizer):
     cfg, params = model("llama")
     tb = TokenBytes.of(tokenizer)

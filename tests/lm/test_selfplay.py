@@ -48,6 +48,7 @@ def _turns(prompt, length, gen, allowed) -> Turns:
                  overflow=jnp.zeros((1, b), bool), allowed=allowed[None])
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize("constrained", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_replies_are_scored_as_generation_drew_them(tokenizer, constrained):
     cfg = tiny_config("llama", vocab_size=tokenizer.vocab_size)
@@ -105,6 +106,7 @@ def test_turns_become_per_seat_samples_with_their_returns():
     np.testing.assert_allclose(np.asarray(new), [[0.45, -0.45]], atol=1e-6)
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_lora_starts_at_the_checkpoint_and_trains_only_adapters():
     cfg = tiny_config("qwen2")
     base = init_params(cfg, jax.random.key(0))

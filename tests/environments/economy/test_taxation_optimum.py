@@ -82,6 +82,7 @@ def test_relaxed_welfare_gradient_matches_finite_differences(eco):
     assert float(g @ d) == pytest.approx(fd_d, rel=2e-2, abs=2e-3)
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_optimum_beats_saez_best_flat_and_us_federal(eco):
     p, lv, skills = eco.params, eco.levels, eco.skills
     run = topt.optimise(jax.random.key(0), skills, eco.cut, p, lv, restarts=3, steps=80)

@@ -4,6 +4,7 @@ probabilities of a policy against it, on the env's own observations."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxagents
 from jaxagents_environments.games.tic_tac_toe_exact import board_observation, outcomes_vs_minimax, positions
@@ -38,6 +39,7 @@ def perfect(seat):
     return fn
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_perfect_play_never_loses_and_a_bad_policy_does():
     m = jax.jit(lambda: outcomes_vs_minimax({"first": perfect(0), "second": perfect(1)}))()
     for seat in (0, 1):

@@ -167,6 +167,7 @@ def test_step_move_is_step_with_the_parsed_reply(jitted):
         np.testing.assert_array_equal(ts_a.reward[p], ts_m.reward[p])
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_language_model_loop(env, tokenizers):
     """What a language-model loop does, inside one ``jit`` per step: generated tokens
     to bytes (``text_bytes``), the move (``parse``), the step (``step_move``), the echo's

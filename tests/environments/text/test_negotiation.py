@@ -103,6 +103,7 @@ def _as_textarena(move):
     return [bool(move.accept), int(move.status), items(move.give, move.give_order), items(move.take, move.take_order)]
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes)
 def test_replies_read_as_textarena_reads_them(env, data):
     """The host reading (Python's ``re``) is TextArena's on every recorded probe (the
     table and 3,000 random offer-like replies), and the jit reading over bytes is the
