@@ -367,7 +367,7 @@ sys.exit(code)
 """
 
 
-@pytest.mark.slow  # two real training runs' imports and compiles: ~35 s on 2 cores
+@pytest.mark.heavy  # two real training runs' imports and compiles: ~35 s on 2 cores
 def test_two_runs_racing_for_one_directory(tmp_path):
     """Two real processes start the same moment into one new run directory: one runs,
     the other is refused at once, naming the holder (host, pid), and the survivor's

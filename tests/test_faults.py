@@ -203,7 +203,7 @@ def _cli(args, **kw):
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_where_a_run_is_cut_changes_no_number(tmp_path):
     """One call per update and a checkpoint after each (a budget of 1 ms) against calls
     of checkpoint_every updates: the same rows, bit for bit."""
@@ -217,7 +217,7 @@ def test_where_a_run_is_cut_changes_no_number(tmp_path):
     assert sorted(os.listdir(tmp_path / "time" / "checkpoints")) == ["2", "4", "6"]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_ctrl_c_is_one_line_status_130_and_resumes_identically(tmp_path):
     from jaxagents import runner
 
@@ -313,7 +313,7 @@ def test_processes_started_with_different_counts_refuse_with_one_line(tmp_path):
     assert not d.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_path):
     """kill -9 of process 1 after a checkpoint: process 0 exits 69 within the peer
     timeout (5 s here) plus a beat, with one line naming process 1, the checkpoint and

@@ -2,7 +2,7 @@
 as supported. CI runs this file with the default conformance suite (every registered id
 but the aliases and scenarios that share another id's code),
 
-    pytest -m "smoke or not slow" tests/test_smoke.py tests/test_conformance.py
+    pytest -m "smoke or not (slow or heavy)" tests/test_smoke.py tests/test_conformance.py
 
 in an environment pinned to the lowest versions ``pyproject.toml`` declares
 (``.ci/lowest.txt``) and in one on Python 3.12 with the newest versions. In the main

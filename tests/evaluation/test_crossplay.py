@@ -102,7 +102,7 @@ def test_cli_mismatched_environments_one_line_error(tmp_path, capsys):
     assert rc == 2 and "not a run directory" in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_cli_on_two_runs_writes_the_files(tmp_path, capsys):
     tiny = dict(learner="selfplay", env={"id": "kuhn_poker"}, checkpoint_every=1, log={"progress": False},
                 train={"ppo": {"num_envs": 8, "num_steps": 8, "total_timesteps": 64}, "eval_every": 8,

@@ -166,7 +166,7 @@ def test_partner_networks_must_match(stage1):
         fcp.make_train(cfg, env, partners=partners)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_two_stages_through_the_runner(tmp_path):
     """Stage 1 as a population run, stage 2 loading its pool from the run directory."""
     from jaxagents import runner, runs

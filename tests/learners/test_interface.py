@@ -58,7 +58,7 @@ def test_hparam_space_describes_the_traced_values(ippo):
 
 
 # ~23 s: with the slow checks (the default suite keeps its 10 minutes)
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_population_is_a_vmap_over_states_and_hparams(ippo):
     """Two members with different learning rates, one program: a member's result is
     the same as its own single run, and the learning rate really differs."""

@@ -385,7 +385,7 @@ def test_ring_buffer_run_matches_the_pre_league_pool():
             np.testing.assert_allclose(got[k], ref[k], rtol=2e-3, atol=1e-6, err_msg=k)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_league_inside_a_population():
     from jaxagents.population import Population
 

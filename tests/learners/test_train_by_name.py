@@ -82,9 +82,10 @@ def test_train_by_name(env_id, tmp_path):
     train_by_name(env_id, tmp_path)
 
 
-# under -m slow one id of each other family (self-play, a grid game, a robot scenario, the economy,
-# mean-field, a language game); every other id under -m heavy (about 15 minutes)
-SAMPLE = ["matching_pennies", "overcooked", "robots_navigation", "macro", "mf_crowd", "text_tic_tac_toe"]
+# under -m slow one id of each other family (self-play, a grid game, a robot scenario,
+# the economy, mean-field; a language game's config trains in tests/lm/test_selfplay.py);
+# every other id under -m heavy (about 15 minutes)
+SAMPLE = ["matching_pennies", "overcooked", "robots_navigation", "market", "mf_crowd"]
 
 
 @pytest.mark.parametrize("env_id", [pytest.param(i, marks=pytest.mark.slow if i in SAMPLE else pytest.mark.heavy)

@@ -103,7 +103,7 @@ def test_every_prompt_is_the_games_observation(env_id, constrained):
         assert jax.tree_util.tree_all(jax.tree_util.tree_map(np.array_equal, move, want)), (t, b)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_prefix_caching_changes_no_token():
     with_cache = episode("text_kuhn_poker")
     without = episode("text_kuhn_poker", reuse_prefix=False)

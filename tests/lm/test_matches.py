@@ -138,7 +138,7 @@ def game(env_id):
     return tok, env, TextTables.build(env, tok)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_tic_tac_toe_model_never_beats_minimax_whose_moves_are_optimal():
     from jaxagents_environments.games.tic_tac_toe_minimax import minimax_q
 

@@ -236,7 +236,7 @@ def _apart(delay: float, sync_timeout: float):
     return [(p.returncode, out, err) for p, (out, err) in zip(procs, outs, strict=True)]
 
 
-@pytest.mark.slow  # ~45 s: one process arrives 35 s after the other
+@pytest.mark.heavy  # ~45 s: one process arrives 35 s after the other
 def test_processes_35_s_apart_meet_at_the_barrier_and_their_first_collective_connects():
     """Without the barrier, gloo's first collective fails after 30 s (its fixed connect
     limit); with it, the step starts together."""

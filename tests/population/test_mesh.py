@@ -22,7 +22,7 @@ def run_with_devices(script: str, n: int, *args: str, timeout: float = 600) -> d
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_members_sharded_over_4_devices_match_one_device():
     """(a) 8 members, PBT every 2 updates: on one device, and 2 per device on 4.
     The PBT decisions (parents, explored learning rates, fitness) are identical. The

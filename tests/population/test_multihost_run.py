@@ -59,7 +59,7 @@ def _jsonl(path):
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_two_process_run_writes_once_and_resumes_bit_identically(tmp_path):
     cache = tmp_path / "cache"
     full = tmp_path / "full"

@@ -58,7 +58,7 @@ def _jsonl(path):
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_population_run_directory(full):
     d, stdout = full
     for name in ("population.jsonl", "members.json", "hparams.png", "lineage.png", "curve.png", "results.json"):
@@ -113,7 +113,7 @@ def test_killed_population_run_resumes_bit_identically(full, cache, tmp_path):
                  (b.members.params, b.hparams, b.parents))
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_eval_every_member_or_the_best(full, capsys):
     d, _ = full
     assert main(["eval", str(d)]) == 0

@@ -30,8 +30,9 @@ def test_the_catalogue_covers_econgyms_task_files():
         EconGymTask("QE", num_households=8)
 
 
-@pytest.mark.slow  # eager, ~3 s a task
-@pytest.mark.parametrize("task", sorted(TASKS))
+# eager, ~3 s a task: every eighth under -m slow, all under -m heavy
+@pytest.mark.parametrize("task", [pytest.param(t, marks=pytest.mark.slow if i % 8 == 0 else pytest.mark.heavy)
+                                  for i, t in enumerate(sorted(TASKS))])
 def test_every_task_runs_a_few_years(task):
     learn = TASKS[task].learn or None
     if learn is None:  # EconGym learns nothing here: let its first government learn

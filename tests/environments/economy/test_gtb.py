@@ -259,7 +259,7 @@ def test_bad_params_and_arguments_are_named():
         GTB(40, layout="WS\n@ ", placement="random")
 
 
-@pytest.mark.slow  # ~20 s: the default suite's 10 minutes
+@pytest.mark.heavy  # ~20 s: the default suite's 10 minutes
 def test_fixed_and_random_schedules_override_the_planner(small):
     env, params, step = small  # 3 citizens, 7 brackets, 21 levels
     fixed = params.replace(schedule=jnp.asarray([2, 4, 6, 8, 10, 12, 20], jnp.int32))

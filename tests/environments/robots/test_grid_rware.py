@@ -248,7 +248,7 @@ def test_observations_match_rware(rec):
     assert _observations(rec) > 400
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_registered_layout_against_rware(monkeypatch):
     rec = Recorded(SLOW_CONFIG, e=400)
     _step_for_step(rec, monkeypatch, coverage=False)
