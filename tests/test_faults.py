@@ -296,6 +296,28 @@ def _two(args, run_dir, tmp_path, extra_env=({}, {}), peer_timeout="5"):
     return procs
 
 
+def _wait_for_checkpoint(procs, ck, at_least: int = 10) -> None:
+    """Until a checkpoint of update >= ``at_least`` is written (or a process ended, or 200 s)."""
+    deadline = time.time() + 200
+    while time.time() < deadline and all(p.poll() is None for p in procs):
+        if ck.is_dir() and any(x.isdigit() and int(x) >= at_least for x in os.listdir(ck)):
+            return
+        time.sleep(0.05)
+
+
+def _kill_after_checkpoint(procs, ck, victim: int, survivor: int) -> tuple[str, float]:
+    """kill -9 of process ``victim`` once checkpoint 10 is written; the survivor's stderr
+    and the seconds it took to end."""
+    try:
+        _wait_for_checkpoint(procs, ck)
+        procs[victim].kill()
+        t = time.monotonic()
+        _, err = procs[survivor].communicate(timeout=60)
+        return err, time.monotonic() - t
+    finally:
+        _kill(procs)
+
+
 @pytest.mark.slow  # ~15-35 s: two processes join
 def test_processes_started_with_different_counts_refuse_with_one_line(tmp_path):
     """Process 0 told 2 processes, process 1 told 3: both refuse before anything is written."""
@@ -322,18 +344,7 @@ def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_pa
     args = [*POP, "train.total_timesteps=6400", "checkpoint_every=10"]  # 100 updates
     procs = _two(args, d, tmp_path)
     ck = d / "checkpoints"
-    try:
-        deadline = time.time() + 200
-        while time.time() < deadline and all(p.poll() is None for p in procs):
-            if ck.is_dir() and any(x.isdigit() and int(x) >= 10 for x in os.listdir(ck)):
-                break
-            time.sleep(0.05)
-        procs[1].kill()
-        t = time.monotonic()
-        _, err = procs[0].communicate(timeout=60)
-        took = time.monotonic() - t
-    finally:
-        _kill(procs)
+    err, took = _kill_after_checkpoint(procs, ck, victim=1, survivor=0)
     assert procs[0].returncode == peers.EXIT_PEER_LOST, err[-2000:]
     assert took < 5 + 5, took
     last = err.strip().splitlines()[-1]
@@ -359,18 +370,7 @@ def test_the_loss_of_process_0_stops_the_survivor_with_one_line(tmp_path):
     d = tmp_path / "run"
     procs = _two([*POP, "train.total_timesteps=64000", "checkpoint_every=10"], d, tmp_path)  # 1000 updates
     ck = d / "checkpoints"
-    try:
-        deadline = time.time() + 200
-        while time.time() < deadline and all(p.poll() is None for p in procs):
-            if ck.is_dir() and any(x.isdigit() and int(x) >= 10 for x in os.listdir(ck)):
-                break
-            time.sleep(0.05)
-        procs[0].kill()
-        t = time.monotonic()
-        _, err = procs[1].communicate(timeout=60)
-        took = time.monotonic() - t
-    finally:
-        _kill(procs)
+    err, took = _kill_after_checkpoint(procs, ck, victim=0, survivor=1)
     assert procs[1].returncode == peers.EXIT_PEER_LOST and took < 5 + 10, (took, err[-3000:])
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("jaxagents train: lost process 0"), err[-3000:]
@@ -390,11 +390,7 @@ def test_a_removed_run_directory_stops_both_processes_with_one_line(tmp_path):
     procs = _two([*POP, "train.total_timesteps=64000", "checkpoint_every=10"], d, tmp_path)  # 1000 updates
     ck = d / "checkpoints"
     try:
-        deadline = time.time() + 200
-        while time.time() < deadline and all(p.poll() is None for p in procs):
-            if ck.is_dir() and any(x.isdigit() and int(x) >= 10 for x in os.listdir(ck)):
-                break
-            time.sleep(0.05)
+        _wait_for_checkpoint(procs, ck)
         shutil.rmtree(d, ignore_errors=True)
         outs = [p.communicate(timeout=120) for p in procs]
     finally:

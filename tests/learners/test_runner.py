@@ -56,6 +56,7 @@ def uninterrupted(tmp_path_factory, cache):
     return d, json.loads((d / "results.json").read_text())
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_run_directory(uninterrupted):
     d, res = uninterrupted
     for name in ("config.yaml", "metrics.jsonl", "results.json", "curve.png"):
@@ -124,6 +125,7 @@ def test_killed_run_resumes_bit_identically(uninterrupted, cache, tmp_path):
     jax.tree.map(lambda x, y: np.testing.assert_array_equal(x, y), (pa.params, pa.extra), (pb.params, pb.extra))
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_eval_command(uninterrupted, capsys):
     d, _ = uninterrupted
     assert main(["eval", str(d)]) == 0
@@ -131,6 +133,7 @@ def test_eval_command(uninterrupted, capsys):
     assert "eval/exploitability" in out and "eval/average/exploitability" in out and "update 20" in out
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_resume_of_a_finished_run_changes_nothing(uninterrupted, capsys):
     d, _ = uninterrupted
     before = {n: (d / n).read_bytes() for n in ("results.json", "metrics.jsonl", "config.yaml")}
@@ -138,6 +141,7 @@ def test_resume_of_a_finished_run_changes_nothing(uninterrupted, capsys):
     assert {n: (d / n).read_bytes() for n in before} == before
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize(
     "args, message",
     [

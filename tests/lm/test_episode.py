@@ -112,6 +112,7 @@ def test_prefix_caching_changes_no_token():
     np.testing.assert_allclose(with_cache.logprobs, without.logprobs, atol=1e-4)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_constrained_replies_are_legal_and_auto_reset_keeps_every_game_playing():
     turns = episode("text_tic_tac_toe", constrained=True, auto_reset=True, temperature=1.0)
     assert turns.active.all() and not turns.invalid.any()
@@ -122,6 +123,7 @@ def test_constrained_replies_are_legal_and_auto_reset_keeps_every_game_playing()
     assert set(np.unique(turns.player)) == {0, 1}
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_chat_prompts_wrap_every_observation():
     tok = Tokenizer.from_folder(TOKENIZER)
     prompt = Prompt.chat(tok, system="Play well.")

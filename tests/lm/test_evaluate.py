@@ -78,6 +78,7 @@ def test_zero_model_is_the_uniform_policy():
     np.testing.assert_allclose(out["exploitability"], 11 / 24, atol=1e-6)  # Kuhn's uniform policy: 0.458333
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_a_model_with_a_known_strategy_has_its_exploitability():
     tok, env, _, prompt, ev = kuhn()
     out = jax.jit(ev)(bigram_params(tok, prompt, MOVE_LOGITS))
@@ -96,6 +97,7 @@ def test_a_model_with_a_known_strategy_has_its_exploitability():
     pytest.param(Sampling(6, temperature=0.7, top_p=0.8), marks=pytest.mark.slow),
     pytest.param(Sampling(6, temperature=1.3, top_k=2), marks=pytest.mark.slow),
 ])
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_move_probabilities_are_those_generate_samples_with(sampling):
     tok, env, tables, _, ev = kuhn()
     params = init_params(CFG, jax.random.PRNGKey(3), scale=0.3)
@@ -132,6 +134,7 @@ def test_greedy_evaluation_plays_generates_greedy_move():
     np.testing.assert_array_equal(np.sort(np.exp(np.asarray(logp)), 1)[:, -2:], [[0.0, 1.0]] * 12)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_bad_sampling_budget_is_refused():
     tok, env, tables, prompt, _ = kuhn()
     with pytest.raises(ValueError, match="max_new_tokens"):

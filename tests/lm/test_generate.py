@@ -31,6 +31,7 @@ def prompts(batch=3, width=10, seed=1, vocab=300):
     return jax.random.randint(jax.random.PRNGKey(seed), (batch, width), 0, vocab)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize("family", [pytest.param(f, marks=() if f == "qwen3" else pytest.mark.slow) for f in FAMILIES])
 def test_cached_chunks_and_ragged_rows_equal_the_whole_sequence(family):
     cfg, params = model(family)
@@ -53,6 +54,7 @@ def test_cached_chunks_and_ragged_rows_equal_the_whole_sequence(family):
         np.testing.assert_allclose(nxt[b, 0], ref[0], atol=2e-5)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize("family", ("llama", pytest.param("gpt2", marks=pytest.mark.slow)))
 def test_greedy_generation_is_repeated_argmax(family):
     cfg, params = model(family)
@@ -76,6 +78,7 @@ def _first_token(sampling, batch=4000):
     return out, logits
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize("sampling", [Sampling(1, temperature=0.7), Sampling(1, top_k=5), Sampling(1, top_p=0.5)],
                          ids=["temperature", "top_k", "top_p"])
 def test_sampled_tokens_follow_the_filtered_distribution(sampling):
@@ -98,6 +101,7 @@ def test_sampled_tokens_follow_the_filtered_distribution(sampling):
     np.testing.assert_allclose(out.logprobs[:, 0], np.log(want[drawn]), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_stop_tokens_budget_and_masks():
     cfg, params = model("qwen2")
     toks = prompts(width=5)
@@ -142,6 +146,7 @@ def _is_text(raw: bytes) -> bool:
         return False
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_stop_string_window_across_tokens():
     tail = jnp.zeros((1, 4), jnp.uint8)  # len("[bet]") - 1
     hits = []
@@ -152,6 +157,7 @@ def test_stop_string_window_across_tokens():
     assert hits == [False, False, True]
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_constrained_choices_are_exact_and_legal(tokenizer):
     cfg, params = model("qwen3")
     moves = ["[check]", "[bet]", "[call]", "[fold]"]
@@ -209,6 +215,7 @@ def test_generation_vmaps_over_a_population_of_models():
         np.testing.assert_array_equal(both[i], single(jax.tree_util.tree_map(lambda x: x[i], pop)))
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_bad_sampling_and_choices_are_one_line_errors(tokenizer):
     for kwargs, word in [(dict(max_new_tokens=0), "max_new_tokens"), (dict(temperature=-1.0), "temperature"),
                          (dict(top_k=-1), "top_k"), (dict(top_p=0.0), "top_p"), (dict(stop_strings=("",)), "stop_strings")]:

@@ -41,6 +41,7 @@ def _act(env, citizen, planner=0):
     return {"citizen": jnp.asarray(citizen, jnp.int32), "planner": jnp.full((1, env.B), planner, jnp.int32)}
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_layout_parse_and_generated():
     q = layouts.parse(layouts.QUADRANT_25X25)
     assert (q.height, q.width) == (25, 25)
@@ -54,6 +55,7 @@ def test_layout_parse_and_generated():
         GTB(4, layout="nowhere")
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_ranked_skills_match_the_monte_carlo_figure():
     # the AI Economist's fixed_four: mean ranked payments from 1e5 seeded draws
     # (16.4724, 13.2671, 11.3316, 22.2496 as it printed them, in rank order below)
@@ -64,6 +66,7 @@ def test_ranked_skills_match_the_monte_carlo_figure():
     np.testing.assert_allclose(exact / 10, x, atol=3e-3)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_contested_tile_goes_to_the_first_visitor(small):
     env, params, step = small
     right, left = rules.ActionLayout(2, env.P).move(1), rules.ActionLayout(2, env.P).move(0)
@@ -75,6 +78,7 @@ def test_contested_tile_goes_to_the_first_visitor(small):
         np.testing.assert_allclose(np.asarray(s2.labour)[:2], [1.0 * (winner == 0), 1.0 * (winner == 1)])
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_moves_into_occupied_water_and_edges_are_masked(small):
     env, params, step = small
     lay = env.layout
@@ -87,6 +91,7 @@ def test_moves_into_occupied_water_and_edges_are_masked(small):
     assert tuple(np.asarray(s2.loc)[0]) == (5, 3) and int(ts.info["num_illegal"]) == 2
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_gather_build_and_houses(small):
     env, params, step = small
     lay = env.layout
@@ -117,6 +122,7 @@ def test_gather_build_and_houses(small):
     assert mask[0, lay.move(3)] and not mask[1, lay.move(0)]  # owner may enter, others not
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_orders_match_at_the_older_price_and_expire(small):
     env, params, step = small
     lay = env.layout
@@ -140,6 +146,7 @@ def test_orders_match_at_the_older_price_and_expire(small):
     assert float(s.escrow_coin[2]) == 0.0 and float(s.coin[2]) == 10.0
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_no_self_crossing_orders(small):
     env, params, step = small
     lay = env.layout
@@ -150,6 +157,7 @@ def test_no_self_crossing_orders(small):
     assert bids == [p < 5 for p in range(env.P)]  # coin 10 allows all; own ask caps at 4
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_taxes_rates_and_lump_sum(small):
     env, params, step = small
     s = _state(env, params, [(0, 0), (0, 2), (0, 4)])
@@ -190,6 +198,7 @@ def rollout():
     return env, jax.jit(jax.vmap(one))(jax.random.split(jax.random.PRNGKey(3), 8))
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_conservation_on_random_rollouts(rollout):
     env, (s0, s1, info, reward) = rollout
     tot = lambda s: s.coin + s.escrow_coin
@@ -233,6 +242,7 @@ def test_registered_and_renders():
     assert img.shape == (300, 300, 3) and img.dtype == np.uint8 and len(np.unique(img.reshape(-1, 3), axis=0)) > 5
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_many_citizens_on_a_generated_map():
     env = GTB(300, horizon=5)
     assert env.placement == "random" and env.height >= 200
@@ -242,6 +252,7 @@ def test_many_citizens_on_a_generated_map():
     assert ts.obs["citizen"].shape == (300, env.roles["citizen"].observation_space.shape[0])
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_bad_params_and_arguments_are_named():
     env = GTB(4, horizon=10)
     p = env.default_params()

@@ -30,6 +30,7 @@ STEPS = 56
 env, data, replayed, tokenizers = parity.game_fixtures("text_connect_four", "connect_four", STEPS, with_deals=False, tokenizer_games=60)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_recording_is_of_this_table_and_version(env, data):
     assert data["textarena_version"] == "0.7.4" and data["env_id"] == "ConnectFour-v0"
     assert tuple(data["actions"]) == env.actions
@@ -41,6 +42,7 @@ def test_replay_matches_textarena(env, replayed):
     assert n > 18000 and not diffs, f"{len(diffs)} differences in {n} steps:\n" + "\n".join(diffs)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_games_cover_the_rules(replayed):
     texts = [t for game in replayed.texts for t in game]
     for needle in ("Invalid action format. Expected format: '[col x]'.", "Column 7 is out of bounds.",
@@ -51,10 +53,12 @@ def test_games_cover_the_rules(replayed):
     assert rewards == {(1, -1), (-1, 1), (0, 0)}
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_capacity_is_never_reached(env, replayed):
     assert replayed.count.max() + 16 <= env.capacity
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 def test_grammar_is_textarenas(env):
     rng = np.random.default_rng(0)
     pick = lambda xs: xs[rng.integers(len(xs))]
@@ -94,11 +98,13 @@ def _excused(env, kind):
 
 
 # one tokenizer kind each in the default suite (the other under -m slow)
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.heavy), "qwen2"])
 def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, _excused(env, kind), every=15)
 
 
+@pytest.mark.slow  # (this module's compiles: the default suite keeps its 10 minutes)
 @pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.heavy), 7])
 @pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
