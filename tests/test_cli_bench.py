@@ -87,6 +87,7 @@ def test_cli_errors_exit_2_with_one_line(capsys, argv, match):
     assert match in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow  # (8 s: the default suite keeps its 10 minutes)
 def test_compare_with_jaxmarl():
     pytest.importorskip("jaxmarl")
     from jaxagents.compat import from_jaxmarl
