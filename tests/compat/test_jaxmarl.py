@@ -171,9 +171,9 @@ class Case:
 _CASES: dict[str, Case] = {}
 
 
-# SMAX and Hanabi compile slowly (a minute each on 2 cores): their parity runs with
-# `pytest -m slow`; MPE and Overcooked cover the adapter in the default run.
-SLOW_CASES = ("smax", "hanabi")
+# SMAX and Hanabi compile slowly (a minute each on 2 cores), Overcooked's parity takes
+# ~20 s: they run with `pytest -m slow`; MPE covers the adapter in the default run.
+SLOW_CASES = ("smax", "hanabi", "overcooked")
 
 
 @pytest.fixture(scope="module", params=[pytest.param(k, marks=pytest.mark.slow) if k in SLOW_CASES else k for k in ENVS])
