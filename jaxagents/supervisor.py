@@ -177,7 +177,10 @@ def run(argv: list[str], run_dir: str | None, process: str, command: tuple[str, 
         return EXIT_PEER_LOST
     stderr.release()
     if code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:  # a real-time signal without a name
+            name = f"signal {-code}"
         sys.stderr.write(f"jaxagents train: the training process of {process} was ended by {name}; "
                          f"{_where(run_dir)}\n")
         sys.stderr.flush()
