@@ -13,6 +13,8 @@ Each RUN_DIR is a `jaxagents train` run of a self-play config (metrics.jsonl, wi
 
 * ``leduc`` / ``kuhn``: exact exploitability (``eval/exploitability``), log scale, and
   that of the parameter average (``eval/average/exploitability``) when a run keeps one;
+* ``text_kuhn``: a language policy's (``lm_selfplay``) exact exploitability, sampled and
+  greedy (``eval/TextKuhnPoker/...``);
 * ``tic_tac_toe``: the exact probability of losing to minimax per seat, greedy and
   sampled policy (``eval/minimax/{greedy,exact}/loss/seat{0,1}``; seat 0 plays X,
   first), the self-play episode return per seat (``episode_return/{first,second}``)
@@ -57,6 +59,9 @@ GAMES = {
               Panel(("eval/average/exploitability",), "parameter average: exact exploitability", log=True)],
     "kuhn": [Panel(("eval/exploitability",), "exact exploitability", log=True),
              Panel(("eval/average/exploitability",), "parameter average: exact exploitability", log=True)],
+    "text_kuhn": [Panel(("eval/TextKuhnPoker/exploitability",), "language policy: exact exploitability", log=True),
+                  Panel(("eval/TextKuhnPoker/greedy_exploitability",), "its greedy policy: exact exploitability",
+                        log=True)],
     "tic_tac_toe": [
         Panel(("eval/minimax/greedy/loss/seat0", "eval/minimax/greedy/loss/seat1"), "greedy policy: P(loss to minimax)"),
         Panel(("eval/minimax/exact/loss/seat0", "eval/minimax/exact/loss/seat1"), "sampled policy: P(loss to minimax)"),

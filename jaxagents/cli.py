@@ -28,12 +28,17 @@ class _Parser(argparse.ArgumentParser):
 
 def _parse_kwargs(pairs: list[str] | None) -> dict:
     """``["horizon=5", "layout=cramped_room"]`` -> ``{"horizon": 5, "layout": "cramped_room"}``
-    (values parsed as Python literals when they are, else kept as strings)."""
+    (values parsed as Python literals when they are, ``true``/``false`` in any case as
+    booleans, else kept as strings: ``flag=false`` must not reach a constructor as a
+    truthy string)."""
     out = {}
     for pair in pairs or []:
         if "=" not in pair:
             raise CLIError(f"--env-kwarg expects key=value, got {pair!r}")
         k, v = pair.split("=", 1)
+        if v.lower() in ("true", "false"):
+            out[k] = v.lower() == "true"
+            continue
         try:
             out[k] = ast.literal_eval(v)
         except (ValueError, SyntaxError):

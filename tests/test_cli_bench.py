@@ -120,3 +120,13 @@ def test_cli_bench_compare_pgx(capsys, tmp_path):
     (ratio,) = data["ratios"]
     assert ratio["theirs_library"] == "pgx" and ratio["theirs_env"] == "kuhn_poker" and ratio["best_env_ratio"] > 0
     assert all(r["episodes"] >= 2 for r in data["rows"])  # both sides finished and reset hands
+
+
+def test_env_kwargs_are_literals_and_true_false_are_booleans():
+    """``--env-kwarg flag=false`` must reach a constructor as ``False``, not as the truthy
+    string ``"false"``; numbers and tuples are literals, other words stay strings."""
+    from jaxagents.cli import _parse_kwargs
+
+    got = _parse_kwargs(["a=false", "b=True", "c=3", "d=(1, 2)", "e=olg", "f=FALSE"])
+    assert got == {"a": False, "b": True, "c": 3, "d": (1, 2), "e": "olg", "f": False}
+    assert got["a"] is False and got["b"] is True

@@ -145,8 +145,11 @@ class Society(Env):
                     always_legal=True, always_active=always)
             for r, (n, d_obs, d_act, always) in specs.items()
         }
-        self._gini = bool(inequality) or any(cfg.objective(g) in ("gini", "gdp_gini")
-                                             for g in ("fiscal", "pension") if g in cfg.governments)
+        # the before-tax Ginis only feed a gini objective; the after-tax ones are the
+        # year's metrics (EconGym computes those two every step)
+        self._gini_reward = any(cfg.objective(g) in ("gini", "gdp_gini")
+                                for g in ("fiscal", "pension") if g in cfg.governments)
+        self._gini = bool(inequality) or self._gini_reward
         check_params(self.default_params())
 
     # ------------------------------------------------------------------ params

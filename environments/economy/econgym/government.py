@@ -15,6 +15,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxagents_environments.economy.metrics import sort_floats
+
 TINY = 1e-8
 GDP_SCALE, GINI_SCALE = 0.05, 0.167
 
@@ -37,7 +39,7 @@ def econgym_gini(x, alive):
     n = jnp.sum(alive)
     top = jnp.max(jnp.where(alive, v, -jnp.inf))
     v = v / top
-    xs = jnp.sort(jnp.where(alive, v, jnp.inf))
+    xs = sort_floats(jnp.where(alive, v, jnp.inf))
     valid = jnp.arange(x.shape[0]) < n
     xs = jnp.where(valid, xs, 0.0)
     rank = jnp.arange(1, x.shape[0] + 1, dtype=xs.dtype)

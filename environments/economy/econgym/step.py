@@ -199,8 +199,10 @@ def society_step(env, key, state, actions, p):
     inflation = index / state.price_index - 1.0
     growth = (gdp + 1e-8) / (state.gdp + 1e-8) - 1.0
     if env._gini:
-        ginis = (gov.econgym_gini(state.assets, alive), gov.econgym_gini(post_assets, alive),
-                 gov.econgym_gini(income, alive), gov.econgym_gini(post_income, alive))
+        w1, i1 = gov.econgym_gini(post_assets, alive), gov.econgym_gini(post_income, alive)
+        w0, i0 = ((gov.econgym_gini(state.assets, alive), gov.econgym_gini(income, alive)) if env._gini_reward
+                  else (jnp.nan, jnp.nan))  # a sort each: only where a reward reads them
+        ginis = (w0, w1, i0, i1)
     else:
         ginis = None
     rewards = {"household": rewards_hh}

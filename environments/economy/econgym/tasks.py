@@ -319,13 +319,17 @@ class EconGymTask(ScriptedRoles):
             EconGym's is, falling back to ``rule`` when no converted networks are found.
         bc_weights: directory of the networks ``bc_convert.py`` converted from an
             EconGym checkout (default ``$ECONGYM_BC_WEIGHTS``).
+        inequality: compute the wealth and income Ginis every year, as EconGym's step
+            does (``Society``'s); always where the task's metric is a Gini. On for
+            speed comparisons, so both sides do the same work.
 
     ``households_policy`` says which households the economy got.
     """
 
     def __init__(self, task: str = "optimal_tax", num_households: int | None = None, learn=None,
                  horizon: int | None = None, rng: str = "hash", rule_economy: bool = False,
-                 params: dict | None = None, households: str | None = None, bc_weights: str | None = None):
+                 params: dict | None = None, households: str | None = None, bc_weights: str | None = None,
+                 inequality: bool | None = None):
         if task not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
         spec = TASKS[task]
@@ -333,7 +337,7 @@ class EconGymTask(ScriptedRoles):
         kwargs = {**spec.society, **(spec.rule_society if rule_economy else {})}
         if num_households is not None:
             kwargs["num_households"] = num_households
-        gini = METRICS[spec.metric][0] in ("wealth_gini", "income_gini")
+        gini = METRICS[spec.metric][0] in ("wealth_gini", "income_gini") or bool(inequality)
         env = Society(**kwargs, horizon=horizon, rng=rng, params={**spec.params, **dict(params or {})},
                       inequality=gini)
         learners = tuple(spec.learn if learn is None else learn)
@@ -366,7 +370,8 @@ class EconGymTask(ScriptedRoles):
         self.task, self.spec = task, spec
         self._learner_rules = rule_policies(env, learners, spec.advance_consumption)
         self._rebuild = dict(task=task, num_households=num_households, learn=learn, horizon=horizon, rng=rng,
-                             params=params, households=households, bc_weights=bc_weights)
+                             params=params, households=households, bc_weights=bc_weights,
+                             inequality=inequality)
         self.rule_economy = bool(rule_economy) or not spec.rule_society
 
     def rule_env(self) -> "EconGymTask":

@@ -135,3 +135,24 @@ def test_rules_follow_econgyms_equations():
     save = p.save_range[0] + (a[:, 0] + 1) / 2 * (p.save_range[1] - p.save_range[0])
     assert float(jnp.mean(save)) == pytest.approx(0.30, abs=0.02)
     assert float(jnp.mean((a[:, 1] + 1) / 2)) == pytest.approx(0.5, abs=0.03)
+
+
+def test_inequality_computes_the_years_ginis_as_econgyms_step_does():
+    """``inequality=True`` reports the year's wealth and income Ginis on a task whose metric
+    is not a Gini (for speed comparisons: EconGym's step always computes them; their
+    formula: ``test_econgym.py::test_gini_is_econgyms_formula``); without it, -1; nothing
+    else changes."""
+
+    def year(**kw):
+        env = EconGymTask("optimal_tax", num_households=16, horizon=3, households="rule", **kw)
+        params = env.default_params()
+        state, _ = env.reset(jax.random.key(0), params)
+        acts = {r: jnp.zeros((role.num_agents,) + role.action_space.shape) for r, role in env.roles.items()}
+        return env.step(jax.random.key(1), state, acts, params)[1].info
+
+    off, on = year(), year(inequality=True)
+    assert float(off["wealth_gini"]) == -1.0 and float(off["income_gini"]) == -1.0
+    assert 0.0 < float(on["wealth_gini"]) < 1.0 and 0.0 < float(on["income_gini"]) < 1.0
+    for k in off:
+        if k not in ("wealth_gini", "income_gini"):
+            np.testing.assert_array_equal(np.asarray(on[k]), np.asarray(off[k]), err_msg=k)

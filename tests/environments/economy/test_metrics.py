@@ -33,6 +33,24 @@ def test_gini_extremes(n):
     assert float(gini(np.zeros(n, np.float32))) == 0.0  # nobody owns anything: equal
 
 
+sort_floats = jax.jit(metrics.sort_floats)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=40),
+       st.integers(1, 3))
+def test_sort_floats_is_jnp_sort_bit_for_bit(values, rows):
+    """The int32-key sort gives numpy's order, value for value and bit for bit: negatives,
+    both zeros, subnormals and infinities included (one shape per row count)."""
+    x = np.tile(np.asarray(values, np.float32), (rows, 1))
+    x[1:] = -x[1:]  # rows of the opposite sign
+    got = np.asarray(sort_floats(x))
+    want = np.sort(x, axis=-1)
+    np.testing.assert_array_equal(got, want)
+    nonzero = want != 0  # -0.0 and 0.0 compare equal: their order is free, so compare the rest's bits
+    np.testing.assert_array_equal(got.view(np.int32)[nonzero], want.view(np.int32)[nonzero])
+
+
 def test_gini_of_one_agent_is_zero():
     assert float(metrics.gini(jnp.array([5.0]))) == 0.0
     assert float(metrics.gini_binned(jnp.array([5.0]))) == 0.0
