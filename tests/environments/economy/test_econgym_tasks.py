@@ -137,6 +137,7 @@ def test_rules_follow_econgyms_equations():
     assert float(jnp.mean((a[:, 1] + 1) / 2)) == pytest.approx(0.5, abs=0.03)
 
 
+@pytest.mark.slow  # two economies stepped eagerly (~17 s)
 def test_inequality_computes_the_years_ginis_as_econgyms_step_does():
     """``inequality=True`` reports the year's wealth and income Ginis on a task whose metric
     is not a Gini (for speed comparisons: EconGym's step always computes them; their
