@@ -29,7 +29,8 @@ def tiny(env_id: str) -> list[str]:
                 "train.eval_every=1", "train.eval_envs=4", "train.eval_steps=4", "checkpoint_every=0"]
     if learner == "lm_selfplay":  # four turns of two games (an unfinished game is not trained on)
         return ["train.num_envs=2", "train.num_steps=4", "train.total_timesteps=16", "train.eval_every=1",
-                "train.eval_games=0", "checkpoint_every=0"]  # (matches: tests/lm/test_selfplay.py)
+                "train.eval_games=0", "train.grad_chunks=1",  # (the configs' pieces need their batch)
+                "checkpoint_every=0"]  # (matches: tests/lm/test_selfplay.py)
     assert learner in ("ippo", "mappo"), learner  # the learners the by-name configs use
     return ["train.num_envs=2", "train.num_steps=4", "train.total_timesteps=16", "train.num_minibatches=1",
             "train.update_epochs=1", "num_seeds=1", "checkpoint_every=0"]

@@ -152,6 +152,9 @@ def test_the_games_tokenizer_is_rebuilt_identically():
     ({"model": {"num_heads": 3}}, "num_kv_heads"),
     ({"games": [3]}, r"games\[0\]"),
     ({"advantage": "grpo", "group_size": 3}, "multiple of group_size"),
+    ({"grad_chunks": 0}, "grad_chunks"),
+    ({"loss": "ppo", "grad_chunks": 2}, "grad_chunks applies to loss='reinforce'"),
+    ({"num_envs": 4, "num_steps": 3, "grad_chunks": 5}, "grad_chunks=5 must divide"),
 ])
 def test_bad_settings_are_one_line_errors(kwargs, match):
     with pytest.raises(ValueError, match=match) as e:
@@ -251,6 +254,26 @@ def test_multigame_mixes_games_with_a_baseline_per_game_and_role():
     # Kuhn's games all end within 6 turns: its cells moved; a cell moves only with finished games
     assert np.all(np.asarray(state.baseline[0, :2]) != 0) or float(m["selfplay/TextKuhnPoker/return_seat0"]) == 0
     assert np.isfinite(float(m["loss"]))
+
+
+@pytest.mark.slow
+def test_grad_chunks_take_the_same_step():
+    """``grad_chunks``: the loss and gradient summed over pieces of the turns make the
+    same update as the whole batch at once (float rounding aside), metrics included."""
+    import jaxagents
+
+    env = jaxagents.make("text_kuhn_poker", max_rounds=1, payoff="chips")
+    out = {}
+    for chunks in (1, 3):
+        cfg = LanguageSelfPlayConfig(num_envs=4, num_steps=3, total_timesteps=24, prompt_len=320, max_new_tokens=4,
+                                     ent_coef=0.05, grad_chunks=chunks, eval_every=100)
+        learner = selfplay.make_train(cfg, env, evaluations={})
+        out[chunks] = jax.jit(learner.update)(learner.init(jax.random.key(0)))
+    (one, m1), (three, m3) = out[1], out[3]
+    assert float(m1["grad_norm"]) > 0
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), one.params, three.params)
+    for k in ("loss", "pg_loss", "entropy", "grad_norm"):
+        np.testing.assert_allclose(float(m3[k]), float(m1[k]), rtol=1e-4, err_msg=k)
 
 
 @pytest.mark.slow

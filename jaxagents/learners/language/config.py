@@ -114,6 +114,10 @@ class LanguageSelfPlayConfig(CommonConfig):
         advantage, normalize, rae_alpha, gigpo_omega, group_size: the advantage estimator.
         loss: ``reinforce`` (one gradient step on ``logprob * A``) or ``ppo`` (the clipped
             per-token ratio, ``update_epochs`` x ``num_minibatches`` steps).
+        grad_chunks: ``reinforce``'s one step with its gradient summed over this many
+            pieces of the update's turns (a ``scan``): the same step (to float rounding),
+            with the loss's activations (each turn's whole prompt, forward and backward)
+            held for one piece at a time. Raise it when an update runs out of memory.
         ent_coef: weight of the per-token entropy bonus; kl_coef: weight of the KL to the
             frozen initial model (the k3 estimator per token; 0: none).
         eval_every: updates between the games' evaluations; eval_games: games of each
@@ -142,6 +146,7 @@ class LanguageSelfPlayConfig(CommonConfig):
     clip_eps: float = 0.2
     update_epochs: int = 1
     num_minibatches: int = 1
+    grad_chunks: int = 1
     optimizer: str = "adam"
     ent_coef: float = 0.0
     kl_coef: float = 0.0
@@ -158,7 +163,8 @@ class LanguageSelfPlayConfig(CommonConfig):
         if not isinstance(self.model, ModelSpec):
             raise ValueError(f"model must be a ModelSpec or a mapping of its fields, got {type(self.model).__name__}")
         object.__setattr__(self, "games", tuple(_game_spec(i, g) for i, g in enumerate(self.games or ())))
-        for name in ("prompt_len", "max_new_tokens", "group_size", "update_epochs", "num_minibatches", "eval_every"):
+        for name in ("prompt_len", "max_new_tokens", "group_size", "update_epochs", "num_minibatches", "grad_chunks",
+                     "eval_every"):
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
         object.__setattr__(self, "eval_games", check_int("eval_games (0: no matches)", self.eval_games, low=0))
         if self.eval_games % 2:
@@ -184,6 +190,11 @@ class LanguageSelfPlayConfig(CommonConfig):
         if self.loss == "reinforce" and (self.update_epochs, self.num_minibatches) != (1, 1):
             raise ValueError("loss='reinforce' takes one step per update: update_epochs and num_minibatches must be 1 "
                              "(set loss='ppo' for several)")
+        if self.grad_chunks > 1 and self.loss != "reinforce":
+            raise ValueError("grad_chunks applies to loss='reinforce' (ppo's num_minibatches already splits the turns)")
+        if self.num_envs * self.num_steps % self.grad_chunks:
+            raise ValueError(f"grad_chunks={self.grad_chunks} must divide the turns of an update "
+                             f"(num_envs * num_steps = {self.num_envs * self.num_steps})")
         if self.num_envs * self.num_steps % self.num_minibatches:
             raise ValueError(f"num_minibatches={self.num_minibatches} must divide the turns of an update "
                              f"(num_envs * num_steps = {self.num_envs * self.num_steps})")

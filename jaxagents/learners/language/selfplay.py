@@ -226,7 +226,8 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         return [policy_lib.reply_logprobs(params, model, t, cfg.temperature, tab.choices if c else None)
                 for t, tab, c in zip(batch, policy.tables, constrained)]
 
-    def loss_fn(trainable, frozen, batch, adv, weight, reference_lp, hp):
+    def loss_fn(trainable, frozen, batch, adv, weight, reference_lp, hp, total=None):
+        # total: the whole update's trained turns when ``batch`` is one of grad_chunks pieces
         scored = score(trainable, frozen, batch)
         pg = ent = kl = 0.0
         count = 0.0
@@ -245,7 +246,7 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
                 d = jnp.where(m, ref - lp, 0.0)
                 kl = kl + jnp.sum(jnp.where(m, jnp.exp(d) - d - 1.0, 0.0))
             count = count + jnp.sum(w)
-        count = jnp.maximum(count, 1.0)
+        count = jnp.maximum(count if total is None else total, 1.0)
         loss = (pg - hp.ent_coef * ent + hp.kl_coef * kl) / count
         return loss, {"pg_loss": pg / count, "entropy": ent / count, "kl": kl / count}
 
@@ -288,9 +289,23 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         if cfg.loss == "ppo":
             (trainable, opt_state), stats = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                          jax.random.split(k_perm, cfg.update_epochs))
-        else:  # one full-batch step, in the rollout's order
+        elif cfg.grad_chunks == 1:  # one full-batch step, in the rollout's order
             (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(
                 state.params, state.frozen, flat, adv, weight, reference_lp, hp)
+        else:  # the same step, its loss and gradient summed over pieces of the turns
+            total = sum(jnp.sum(w) for w in weight).astype(jnp.float32)
+            piece = lambda x: x.reshape((cfg.grad_chunks, K * B // cfg.grad_chunks) + x.shape[1:])  # noqa: E731
+            pieces = jax.tree.map(piece, (flat, adv, weight, reference_lp))
+
+            def add_piece(acc, batch):
+                out = jax.value_and_grad(loss_fn, has_aux=True)(state.params, state.frozen, *batch, hp, total)
+                return jax.tree.map(jnp.add, acc, out), None
+
+            zero = jax.tree.map(jnp.zeros_like, jax.eval_shape(
+                lambda: jax.value_and_grad(loss_fn, has_aux=True)(
+                    state.params, state.frozen, *jax.tree.map(lambda x: x[0], pieces), hp, total)))
+            ((loss, aux), grads), _ = jax.lax.scan(add_piece, zero, pieces)
+        if cfg.loss != "ppo":
             updates, opt_state = tx.update(grads, state.opt_state, state.params)
             trainable = optax.apply_updates(state.params, updates)
             stats = {"loss": loss, "grad_norm": optax.global_norm(grads), **aux}
