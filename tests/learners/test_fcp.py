@@ -60,6 +60,7 @@ def stage2(stage1):
     return learner, update, partners, states, rows
 
 
+@pytest.mark.slow  # the module's two training stages (10 s): the default suite keeps its 10 minutes
 def test_snapshots_are_the_params_at_the_snapshot_updates(stage1):
     _, state, history = stage1
     snaps = state.members.extra.params
@@ -70,6 +71,7 @@ def test_snapshots_are_the_params_at_the_snapshot_updates(stage1):
     assert not np.array_equal(flat[0, 0], flat[1, 0]) and not np.array_equal(flat[0, 0], flat[0, 2])
 
 
+@pytest.mark.slow  # the module's two training stages (10 s): the default suite keeps its 10 minutes
 def test_pool_is_partner_major_and_holds_out_the_last(stage1, stage2):
     _, s1, _ = stage1
     _, _, partners, _, _ = stage2
@@ -81,6 +83,7 @@ def test_pool_is_partner_major_and_holds_out_the_last(stage1, stage2):
     _equal(partners.heldout, jax.tree.map(lambda x: x[2:], s1.members.params))
 
 
+@pytest.mark.slow  # the module's two training stages (10 s): the default suite keeps its 10 minutes
 def test_partners_are_frozen_while_the_agent_trains(stage2):
     _, _, partners, states, _ = stage2
     _equal(states[-1].extra.pool, partners.pool)
@@ -101,6 +104,7 @@ def test_draws_cover_the_pool_uniformly_and_both_seats():
     np.testing.assert_array_equal(s2, seat[100:200])
 
 
+@pytest.mark.slow  # the module's two training stages (10 s): the default suite keeps its 10 minutes
 def test_partner_batch_puts_the_learner_in_one_seat(stage2):
     _, _, partners, _, _ = stage2
     opp, learner = jax.jit(fcp.partner_batch, static_argnums=3)(partners.pool, jax.random.key(4), jnp.arange(64), 2)
@@ -111,6 +115,7 @@ def test_partner_batch_puts_the_learner_in_one_seat(stage2):
     _equal(opp, jax.tree.map(lambda x: x[np.asarray(idx)], partners.pool))
 
 
+@pytest.mark.slow  # the module's two training stages (10 s): the default suite keeps its 10 minutes
 def test_heldout_evaluation_every_eval_every(stage2):
     learner, _, _, _, rows = stage2
     ret = np.array([float(r["eval/heldout/return"]) for r in rows])
@@ -120,6 +125,7 @@ def test_heldout_evaluation_every_eval_every(stage2):
     assert float(learner.fitness(rows[3])) == ret[3]
 
 
+@pytest.mark.slow  # the module's two training stages (10 s): the default suite keeps its 10 minutes
 def test_resume_is_bit_identical(stage2, tmp_path):
     from jaxagents.checkpoint import Checkpointer
 

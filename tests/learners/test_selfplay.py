@@ -34,6 +34,7 @@ def kuhn_run():
     return train, state, metrics, before
 
 
+@pytest.mark.slow  # the module's Kuhn run (17 s): the default suite keeps its 10 minutes; test_smoke updates every learner
 def test_kuhn_exploitability_falls(kuhn_run):
     _, _, metrics, _ = kuhn_run
     tree = jaxagents.make("kuhn_poker").game_tree()
@@ -44,6 +45,7 @@ def test_kuhn_exploitability_falls(kuhn_run):
     assert float(np.nanmin(expl)) < 0.3 < uniform
 
 
+@pytest.mark.slow  # the module's Kuhn run (17 s): the default suite keeps its 10 minutes; test_smoke updates every learner
 def test_pool_ring_buffer(kuhn_run):
     train, state, _, _ = kuhn_run
     pool = state.extra.pool
@@ -53,6 +55,7 @@ def test_pool_ring_buffer(kuhn_run):
     jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), latest, state.params[ROLE])
 
 
+@pytest.mark.slow  # the module's Kuhn run (17 s): the default suite keeps its 10 minutes; test_smoke updates every learner
 def test_pool_is_evaluated_as_one_mixed_strategy(kuhn_run):
     """``eval/pool/exploitability``: the pool's filled slots as one mixed strategy, the
     same number as the mixture of the slots' tables computed from the game tree."""
@@ -83,6 +86,7 @@ def test_pool_is_evaluated_as_one_mixed_strategy(kuhn_run):
     assert min(abs(want - x) for x in singles) > 10 * 1e-5 * abs(want)
 
 
+@pytest.mark.slow  # the module's Kuhn run (17 s): the default suite keeps its 10 minutes; test_smoke updates every learner
 def test_parameter_average_is_an_ema_and_evaluated(kuhn_run):
     train, new, metrics, before = kuhn_run
     # the last update: average' = 0.9 * average + 0.1 * params'
@@ -95,6 +99,7 @@ def test_parameter_average_is_an_ema_and_evaluated(kuhn_run):
     assert np.all(avg[~np.isnan(avg)] > 0) and not np.allclose(avg[9::10], cur[9::10])
 
 
+@pytest.mark.slow  # the module's Kuhn run (17 s): the default suite keeps its 10 minutes; test_smoke updates every learner
 def test_distilled_policy_is_trained_evaluated_and_resumes(kuhn_run, tmp_path):
     from jaxagents.checkpoint import Checkpointer
 
@@ -153,6 +158,7 @@ def test_average_decay_is_validated():
         SelfPlayConfig(average_decay=1.0)
 
 
+@pytest.mark.slow  # the module's Kuhn run (17 s): the default suite keeps its 10 minutes; test_smoke updates every learner
 def test_returns_are_reported_per_seat(kuhn_run):
     _, _, metrics, _ = kuhn_run
     assert {"episode_return/player_0", "episode_return/player_1"} <= set(metrics)
