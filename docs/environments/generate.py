@@ -129,6 +129,62 @@ def _param_notes(params_cls) -> dict[str, str]:
     return {k: " ".join(v.split()).replace("|", "\\|") for k, v in notes.items()}
 
 
+def _arg_notes(cls) -> dict[str, str]:
+    """``{argument: text}`` from the ``Args:`` sections of the class and ``__init__``
+    docstrings; an entry naming several arguments (``a, b: text``) gives each the text."""
+    notes, current = {}, []
+    for doc in (inspect.getdoc(cls) or "", inspect.getdoc(cls.__init__) or ""):
+        in_args = False
+        for line in doc.splitlines():
+            if line.strip() == "Args:":
+                in_args, current = True, []
+                continue
+            if not in_args:
+                continue
+            m = re.match(r"^ {2,8}(\*{0,2}[a-z_][a-z0-9_]*(?:, [a-z_][a-z0-9_]*)*)(?: \([^)]*\))?:\s*(.*)$", line)
+            if m:
+                current = [n.strip() for n in m.group(1).split(",")]
+                for n in current:
+                    notes[n] = m.group(2)
+            elif line.strip() and current and line.startswith(" " * 6):
+                for n in current:
+                    notes[n] += " " + line.strip()
+            elif line.strip() and not line.startswith(" "):
+                in_args = False
+    return {k: " ".join(v.split()).replace("|", "\\|") for k, v in notes.items()}
+
+
+def spaces_text(cls) -> list[str]:
+    """What the observation and action arrays hold, in the environment's own words: the
+    paragraphs of its module and class docstrings that begin with ``Observation`` or
+    ``Action`` (each paragraph with the indented lines that continue it)."""
+    out = []
+    for doc in (inspect.getdoc(sys.modules[cls.__module__]) or "", inspect.getdoc(cls) or ""):
+        lines = doc.splitlines()
+
+        def paragraph_end(j):  # the blank line (or the end) after the paragraph at j
+            while j < len(lines) and (lines[j].strip() or (j + 1 < len(lines) and lines[j + 1].startswith(" "))):
+                j += 1
+            return j
+
+        i = 0
+        while i < len(lines):
+            if re.match(r"^(Observations?|Actions?)\b", lines[i]):
+                j = paragraph_end(i + 1)
+                # a paragraph that ends with ":" goes on with the list under it
+                while (lines[j - 1].rstrip().endswith(":") or re.match(r"^(\* |- |\d+\. )", lines[j - 1].lstrip())
+                       or lines[j - 1].startswith(" ")) and j + 1 < len(lines) \
+                        and re.match(r"^(\* |- |\d+\. |  )", lines[j + 1]):
+                    j = paragraph_end(j + 1)
+                block = "\n".join(lines[i:j]).rstrip()
+                if block not in out:
+                    out.append(block)
+                i = j
+            else:
+                i += 1
+    return out
+
+
 def renders(env) -> bool:
     """Whether ``env`` -- below its wrappers, which forward ``render`` -- draws frames."""
     from jaxagents.core.env import Env
@@ -182,17 +238,26 @@ def page(env_id: str, checks: dict, bench: dict) -> str:
                      f"{_space(role.action_space)} | {flags} |")
     lines += ["", "Arrays carry a leading agent axis per role: `obs[role]` is `[agents, *observation]`, "
               "`actions[role]` is `[agents, *action]` ({doc}`../../contract`).", ""]
+    meaning = spaces_text(cls)
+    if meaning:
+        lines += ["What the observation and action entries mean, from the environment's docstring:", "",
+                  "```text", *"\n\n".join(meaning).splitlines(), "```", ""]
+    else:
+        lines += [f"What each observation entry means: the docstring of {{py:class}}`{qual}` and of its module.", ""]
 
     sig = inspect.signature(cls.__init__)
     args = [(n, p) for n, p in sig.parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
     lines += ["## Constructor arguments", ""]
     if args:
+        arg_notes = _arg_notes(cls)
         lines += ["Static: each value compiles its own program. `jaxagents.make` and a config's `env.kwargs` take them.", "",
-                  "| argument | default |", "|---|---|"]
+                  "| argument | default | meaning / range |", "|---|---|---|"]
         for n, p in args:
             default = spec.kwargs.get(n, p.default)
             shown = "required" if default is inspect.Parameter.empty else f"`{default!r}`".replace("|", "\\|")
-            lines.append(f"| `{n}` | {shown} |")
+            lines.append(f"| `{n}` | {shown} | {arg_notes.get(n, '')} |")
+        if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()) and arg_notes.get("**kwargs"):
+            lines.append(f"| `**kwargs` | | {arg_notes['**kwargs']} |")
     else:
         lines.append("None.")
     lines.append("")
