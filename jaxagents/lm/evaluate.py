@@ -258,7 +258,7 @@ def _exact_of(env, exact):
 
 def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: Prompt = Prompt(),
                          sampling: Sampling = Sampling(), exact: ExactGame | None = None, chunk: int = 128,
-                         prompt_len: int = 4096):
+                         prompt_len: int = 4096, prompts: dict | None = None):
     """The exact evaluator of a language policy at ``env`` (a text game with the
     ``exact_game`` capability), replies constrained to the legal moves' strings.
 
@@ -276,6 +276,9 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
             once into one cache of ``S`` rows, each after the prompt it extends
             (``shared_prefill``).
         prompt_len: the longest prompt allowed.
+        prompts: ``fn.prompts`` of an evaluator of the same game, tables, prompt and
+            ``max_new_tokens`` (e.g. the greedy one beside a sampled one): its host-built
+            prompts, not rendered again (Leduc's take tens of seconds).
 
     Returns:
         ``fn(params) -> dict`` (jit-able): ``exploitability`` ``f32[]``, ``nash_conv``,
@@ -294,8 +297,11 @@ def make_exact_evaluator(cfg: ModelConfig, env, tables: TextTables, *, prompt: P
     longest = int(np.max(np.asarray(tables.choices.length)))
     if longest > sampling.max_new_tokens:
         raise ValueError(f"sampling.max_new_tokens={sampling.max_new_tokens} cannot hold a move string of {longest} tokens")
-    ids, length = exact_prompts(env, tables, exact, prompt=prompt, max_new_tokens=sampling.max_new_tokens,
-                                prompt_len=prompt_len)
+    if prompts is None:
+        ids, length = exact_prompts(env, tables, exact, prompt=prompt, max_new_tokens=sampling.max_new_tokens,
+                                    prompt_len=prompt_len)
+    else:
+        ids, length = prompts["ids"], prompts["length"]
     legal_j = jnp.asarray(_legal_moves(exact, tables.choices.ids.shape[0]))
     chunk = max(1, min(int(chunk), len(length)))
     parent = prefix_forest(ids, length)

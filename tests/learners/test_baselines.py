@@ -11,8 +11,8 @@ from jaxagents.cli import main as cli_main
 
 # the language-model configs build their games' evaluators (every information state
 # rendered to its prompt: 10-70 s each): they build under -m slow, Leduc's and the
-# multi-game's (1-1.5 minutes) under -m heavy
-HEAVY_CONFIGS = {"lm_selfplay_leduc", "lm_selfplay_multigame"}
+# multi-game's and the transfer one's (1-2 minutes) under -m heavy
+HEAVY_CONFIGS = {"lm_selfplay_leduc", "lm_selfplay_multigame", "lm_selfplay_transfer"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.heavy if n in HEAVY_CONFIGS else pytest.mark.slow)

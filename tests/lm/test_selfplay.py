@@ -170,6 +170,31 @@ def test_a_game_that_is_not_text_is_refused_by_name():
     assert ModelSpec().path is None
 
 
+@pytest.mark.slow  # ~40-80 s: Leduc's information states rendered on the host
+def test_held_out_games_are_evaluated_and_never_trained_on():
+    """Kuhn trained, Leduc held out: Leduc's exact evaluation is reported under
+    eval/heldout/, its text is in the tokenizer, and the batch, the RAE table and the
+    fitness are Kuhn's alone."""
+    import jaxagents
+
+    cfg = LanguageSelfPlayConfig(num_envs=4, num_steps=3, total_timesteps=24, prompt_len=384, max_new_tokens=4,
+                                 held_out=[{"id": "text_leduc_poker", "kwargs": {"max_rounds": 1}}],
+                                 eval_prompt_len=512, model={"vocab_size": 400})
+    learner = selfplay.make_train(cfg, jaxagents.make("text_kuhn_poker", max_rounds=1))
+    state = jax.eval_shape(learner.init, jax.random.key(0))
+    assert state.baseline.shape == (1, 2)  # one game trained: two (game, seat) cells
+    _, metrics = jax.eval_shape(learner.update, state)
+    assert "eval/heldout/TextLeducPoker/exploitability" in metrics and "eval/TextKuhnPoker/exploitability" in metrics
+    assert not any("Leduc" in k for k in metrics if not k.startswith("eval/heldout/"))
+    assert learner.fitness.names == ("eval/TextKuhnPoker/exploitability",)
+    leduc = learner.agents.tables[1]
+    assert len(learner.agents.tables) == 2 and leduc.choices is not None
+    with pytest.raises(ValueError, match=r"held_out\[0\] must be a text game id"):
+        LanguageSelfPlayConfig(held_out=[3])
+    with pytest.raises(ValueError, match="not a text game"):
+        selfplay.make_train(LanguageSelfPlayConfig(held_out=["kuhn_poker"]), jaxagents.make("text_kuhn_poker"))
+
+
 # --------------------------------------------------------------------------- slow: end to end
 
 

@@ -104,6 +104,10 @@ class LanguageSelfPlayConfig(CommonConfig):
         model: a ``ModelSpec`` (or a mapping of its fields).
         games: more text games trained in the same batch as the run's ``env`` (ids, or
             ``{id, kwargs}`` mappings): one batch mixing games, baselines per (game, role).
+        held_out: text games never trained on, only evaluated (as ``games``): transfer in
+            MARS's sense, reported under ``eval/heldout/{game}/...``. Their text joins the
+            corpus of a from-scratch tokenizer (the vocabulary a pretrained model would
+            bring), so the trained model and the untrained one read them alike.
         prompt_len: prompt tokens kept per turn (a longer observation is cut at the end;
             ``selfplay/overflow`` counts it). ``max_new_tokens``: a reply's budget.
         temperature: sampling temperature (> 0: the policy gradient needs a distribution).
@@ -122,6 +126,9 @@ class LanguageSelfPlayConfig(CommonConfig):
             frozen initial model (the k3 estimator per token; 0: none).
         eval_every: updates between the games' evaluations; eval_games: games of each
             match against a game's scripted opponents (even; 0: no matches).
+        eval_turns, eval_prompt_len: the turns a match may last and the prompt tokens an
+            evaluation keeps (0: ``num_steps``, ``prompt_len``); a held-out game longer
+            than the training games (Connect Four: 42 moves, 2,048 tokens) needs its own.
     """
 
     num_envs: int = 64
@@ -133,6 +140,7 @@ class LanguageSelfPlayConfig(CommonConfig):
     gamma: float = 1.0
     model: ModelSpec = ModelSpec()
     games: tuple = ()
+    held_out: tuple = ()
     prompt_len: int = 384
     max_new_tokens: int = 8
     temperature: float = 1.0
@@ -152,6 +160,8 @@ class LanguageSelfPlayConfig(CommonConfig):
     kl_coef: float = 0.0
     eval_every: int = 10
     eval_games: int = 32
+    eval_turns: int = 0
+    eval_prompt_len: int = 0
 
     def __post_init__(self):
         self.check_common()
@@ -162,7 +172,12 @@ class LanguageSelfPlayConfig(CommonConfig):
                 raise ValueError(f"model: {e}") from None
         if not isinstance(self.model, ModelSpec):
             raise ValueError(f"model must be a ModelSpec or a mapping of its fields, got {type(self.model).__name__}")
-        object.__setattr__(self, "games", tuple(_game_spec(i, g) for i, g in enumerate(self.games or ())))
+        object.__setattr__(self, "games", tuple(_game_spec("games", i, g) for i, g in enumerate(self.games or ())))
+        object.__setattr__(self, "held_out", tuple(_game_spec("held_out", i, g)
+                                                   for i, g in enumerate(self.held_out or ())))
+        object.__setattr__(self, "eval_turns", check_int("eval_turns (0: num_steps)", self.eval_turns, low=0))
+        object.__setattr__(self, "eval_prompt_len", check_int("eval_prompt_len (0: prompt_len)", self.eval_prompt_len,
+                                                              low=0))
         for name in ("prompt_len", "max_new_tokens", "group_size", "update_epochs", "num_minibatches", "grad_chunks",
                      "eval_every"):
             object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
@@ -200,12 +215,12 @@ class LanguageSelfPlayConfig(CommonConfig):
                              f"(num_envs * num_steps = {self.num_envs * self.num_steps})")
 
 
-def _game_spec(i: int, g: Any) -> tuple:
-    """One entry of ``games`` as ``(id, ((kwarg, value), ...))`` (hashable)."""
+def _game_spec(field: str, i: int, g: Any) -> tuple:
+    """One entry of ``games`` (or ``held_out``) as ``(id, ((kwarg, value), ...))`` (hashable)."""
     if isinstance(g, str):
         return (g, ())
     if isinstance(g, (tuple, list)) and len(g) == 2 and isinstance(g[0], str):
         return (g[0], tuple(sorted(dict(g[1]).items())))
     if isinstance(g, dict) and isinstance(g.get("id"), str) and set(g) <= {"id", "kwargs"}:
         return (g["id"], tuple(sorted(dict(g.get("kwargs") or {}).items())))
-    raise ValueError(f"games[{i}] must be a text game id or a mapping {{id, kwargs}}, got {g!r}")
+    raise ValueError(f"{field}[{i}] must be a text game id or a mapping {{id, kwargs}}, got {g!r}")

@@ -22,24 +22,29 @@ from __future__ import annotations
 from jaxagents.lm.generate import Sampling
 
 
-def game_evaluations(policy, envs, env_params, config) -> dict:
+def game_evaluations(policy, envs, env_params, config, tables=None, prefix: str = "") -> dict:
     """``{name: fn(params, key) -> metrics}`` for the games ``envs`` played by ``policy``
     (a ``LanguagePolicy``) with ``config``'s prompt and sampling settings; one name per
-    game that offers an evaluation (its registered id's class name)."""
+    game that offers an evaluation (``prefix`` and its class name, numbered after the
+    first). ``tables``: the games' ``TextTables`` (default: the policy's first ones);
+    matches last at most ``config.eval_turns`` turns (0: ``num_steps``) and prompts keep
+    ``config.eval_prompt_len`` tokens (0: ``prompt_len``)."""
     from jaxagents.lm.episode import Opponent
     from jaxagents.lm.evaluate import make_exact_evaluator
     from jaxagents.lm.matches import make_match_evaluator
 
     out = {}
-    for i, (env, tables) in enumerate(zip(envs, policy.tables)):
-        name = type(env).__name__ if i == 0 else f"{type(env).__name__}{i}"
+    max_turns = config.eval_turns or config.num_steps
+    prompt_len = config.eval_prompt_len or config.prompt_len
+    for i, (env, tables) in enumerate(zip(envs, policy.tables if tables is None else tables)):
+        name = prefix + (type(env).__name__ if i == 0 else f"{type(env).__name__}{i}")
         constrained = config.constrained and tables.choices is not None
         if config.eval_games and hasattr(env, "text_opponents"):
             for opp_name, (policy_fn, strings) in env.text_opponents().items():
                 opponent = Opponent.build(env, policy.tokenizer, policy_fn, strings)
                 match = make_match_evaluator(policy.cfg, env, tables, opponent, num_games=config.eval_games,
                                              sampling=Sampling(config.max_new_tokens, temperature=0.0),
-                                             max_turns=config.num_steps, prompt_len=config.prompt_len,
+                                             max_turns=max_turns, prompt_len=prompt_len,
                                              prompt=policy.prompt, constrained=constrained)
 
                 def evaluate_match(params, key, match=match):
@@ -51,11 +56,11 @@ def game_evaluations(policy, envs, env_params, config) -> dict:
                 out[f"{name}/{opp_name}"] = evaluate_match
         if not (constrained and hasattr(env, "exact_game")):
             continue
-        kw = dict(prompt=policy.prompt, prompt_len=config.prompt_len)
+        kw = dict(prompt=policy.prompt, prompt_len=prompt_len)
         sampled = make_exact_evaluator(policy.cfg, env, tables, **kw,
                                        sampling=Sampling(config.max_new_tokens, temperature=config.temperature))
-        greedy = make_exact_evaluator(policy.cfg, env, tables, **kw,
-                                      sampling=Sampling(config.max_new_tokens, temperature=0.0))
+        greedy = make_exact_evaluator(policy.cfg, env, tables, **kw, exact=sampled.exact, prompts=sampled.prompts,
+                                      sampling=Sampling(config.max_new_tokens, temperature=0.0))  # built once
 
         def evaluate(params, key, sampled=sampled, greedy=greedy):
             m = sampled(params)

@@ -30,7 +30,8 @@ Update metrics: ``loss``, ``pg_loss``, ``entropy``, ``kl``, ``grad_norm``;
 ``selfplay/...``: games finished, seat 0's return and win rate, draws, invalid-move rate,
 mean reply length in tokens (SPIRAL's collapse signal), prompts cut, generated tokens.
 Evaluation (every ``eval_every`` updates): the games' own exact or scripted measures
-(``evaluations``; ``evaluation.game_evaluations``). The self-play statistics above are of
+(``evaluations``; ``evaluation.game_evaluations``), and those of the ``held_out`` games,
+which are evaluated only (``eval/heldout/...``: transfer in MARS's sense). The self-play statistics above are of
 every update's own rollout, so no separate sampled self-play is evaluated.
 """
 
@@ -100,22 +101,32 @@ class LanguageTrainState:
 def text_games(config: LanguageSelfPlayConfig, env, env_params) -> tuple[list, list]:
     """The games of a run: ``env`` and ``config.games`` (built with their kwargs), each
     checked to be a text game; ``(envs, env_params)``."""
+    envs, params = make_games("games", config.games)
+    return check_text_games([env, *envs]), [env.default_params() if env_params is None else env_params, *params]
+
+
+def make_games(field: str, specs) -> tuple[list, list]:
+    """The text games of ``specs`` (``(id, kwargs)`` pairs of the config field ``field``)
+    and their default params, each checked to be a text game."""
     import jaxagents
 
-    envs, params = [env], [env.default_params() if env_params is None else env_params]
-    for gid, kwargs in config.games:
+    envs = []
+    for gid, kwargs in specs:
         try:
-            g = jaxagents.make(gid, **dict(kwargs))
+            envs.append(jaxagents.make(gid, **dict(kwargs)))
         except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"games: cannot make {gid!r}: {e}") from None
-        envs.append(g)
-        params.append(g.default_params())
+            raise ValueError(f"{field}: cannot make {gid!r}: {e}") from None
+    return check_text_games(envs), [g.default_params() for g in envs]
+
+
+def check_text_games(envs: list) -> list:
+    """``envs``, once each is found to be a text game (one line naming the first that is not)."""
     for e in envs:
         missing = [a for a in TEXT_GAME_ATTRS if not hasattr(e, a)]
         if missing:
             raise ValueError(f"{type(e).__name__} is not a text game (it lacks {missing}): the language learner plays "
                              "the text_* environments (`jaxagents list`)")
-    return envs, params
+    return envs
 
 
 def seat_samples(turns: Turns, game: int, group_size: int, anchors: bool) -> Transition:
@@ -170,7 +181,8 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         raise ValueError("the language learner runs on one device per member: data_axis/data_shards are not supported "
                          "(a population vmaps or places whole members)")
     envs, env_params = text_games(cfg, env, env_params)
-    policy = policy_lib.LanguagePolicy.build(cfg.model, envs)
+    held, held_params = make_games("held_out", cfg.held_out)  # evaluated only (their text joins the tokenizer's)
+    policy = policy_lib.LanguagePolicy.build(cfg.model, envs + held)
     model = policy.cfg
     names = [f"{type(e).__name__}" if i == 0 else f"{type(e).__name__}{i}" for i, e in enumerate(envs)]
     # constrained replies where a game has move strings; a game of free-text moves (a
@@ -186,12 +198,14 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         from jaxagents.learners.language.evaluation import game_evaluations
 
         evaluations = game_evaluations(policy, envs, env_params, cfg)
+        evaluations.update(game_evaluations(policy, held, held_params, cfg, tables=policy.tables[num_games:],
+                                            prefix="heldout/"))
 
     def rollout(params, key):
         keys = jax.random.split(key, num_games)
         return [play(params, model, e, t, k, B, sampling=sampling, max_turns=K, prompt_len=cfg.prompt_len,
                      prompt=policy.prompt, constrained=c, env_params=p, deal_groups=cfg.group_size)[0]
-                for e, t, k, p, c in zip(envs, policy.tables, keys, env_params, constrained)]
+                for e, t, k, p, c in zip(envs, policy.tables[:num_games], keys, env_params, constrained)]
 
     def advantages(all_turns, baseline, hp):
         parts = [seat_samples(t, g, cfg.group_size, anchors) for g, t in enumerate(all_turns)]
@@ -336,9 +350,10 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
     default_hparams = LanguageHParams.from_config(cfg)
     num_updates = cfg.num_updates
     eval_shape = jax.eval_shape(lambda k: evaluate(init(k), k), jax.random.key(0))
-    exploit = sorted(k for k in eval_shape if k.endswith("/exploitability"))
-    # minus the exploitability where a game has one; else the mean of the evaluations' win rates
-    wins = sorted(k for k in eval_shape if k.endswith("/win"))
+    # minus the exploitability where a trained game has one; else the mean of its evaluations' win rates
+    trained = [k for k in eval_shape if not k.startswith("eval/heldout/")]
+    exploit = sorted(k for k in trained if k.endswith("/exploitability"))
+    wins = sorted(k for k in trained if k.endswith("/win"))
     fitness = (Fitness((exploit[0],), sign=-1.0) if exploit else Fitness(tuple(wins)) if wins
                else Fitness(("episodes",)))
     return Learner(init=init, update=update, evaluate=evaluate, default_hparams=default_hparams,
