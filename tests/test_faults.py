@@ -377,7 +377,7 @@ def test_processes_started_with_different_counts_refuse_with_one_line(tmp_path):
 def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_path):
     """kill -9 of process 1 after a checkpoint: process 0 exits 69 within the peer
     timeout (5 s here) plus a beat, with one line naming process 1, the checkpoint and
-    --resume; both resumed, the run finishes."""
+    --resume; both resumed, the run finishes as the uninterrupted run does."""
     d = tmp_path / "run"
     args = [*POP, "train.total_timesteps=6400", "checkpoint_every=10"]  # 100 updates
     procs = _two(args, d, tmp_path)
@@ -398,6 +398,14 @@ def test_a_lost_peer_stops_the_survivor_with_one_line_and_the_run_resumes(tmp_pa
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
     assert [r["update"] for r in _rows(d)] == list(range(1, 101))
+    full = tmp_path / "full"  # the same run uninterrupted: every logged number, bit for bit
+    procs = _two(args, full, tmp_path)
+    try:
+        outs = [p.communicate(timeout=300) for p in procs]
+    finally:
+        _kill(procs)
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    assert _rows(d) == _rows(full)
 
 
 @pytest.mark.slow
