@@ -26,9 +26,15 @@ causes. ``solvers.social_optimum`` and ``solvers.price_of_anarchy`` measure the 
 Out-of-range actions are clipped to ``[0, L-1]`` and counted in
 ``info["illegal_action"]``. There is no other illegal action (mask all True).
 
-Roles: ``"agent"`` (``num_agents``), ``Discrete(L)``. Observation ``f32[2 K + 1]``
-(``K`` = 3 or 4 health states): one-hot own health state, the population histogram
-``mu_t`` and ``t / H``. The episode terminates after ``horizon`` steps.
+Observation (role ``"agent"``, ``num_agents`` agents) ``f32[2 K + 1]``, every entry in
+``[0, 1]`` (``K`` health states, in the order ``S, I, R``, or ``S, E, I, R`` for SEIR):
+entries ``0 .. K-1`` are the one-hot of the agent's own health state, ``K .. 2K-1`` the
+population histogram ``mu_t`` (the fraction of all agents in each state) and the last
+``t / H`` (``H = horizon``). The episode terminates after ``horizon`` steps.
+
+Actions ``Discrete(L)`` (``L = num_levels``): action ``a`` is contact level ``a``, of
+intensity ``params.contact[a]`` (default ``linspace(0, 1, L)``: 0 isolates completely,
+``L - 1`` is normal life).
 """
 
 from __future__ import annotations
@@ -53,11 +59,15 @@ class EpidemicParams:
     """Rates are per unit time, all >= 0; ``dt`` > 0.
 
     Attributes:
-        beta, sigma, gamma, omega: ``f32[]`` transmission, incubation (E -> I; SEIR
-            only), recovery and waning-immunity rates.
+        beta: ``f32[]`` transmission rate (>= 0): a susceptible agent's infection hazard
+            is ``beta`` times its contact times the contact-weighted infected fraction.
+        sigma: ``f32[]`` incubation rate, E -> I (>= 0; SEIR only, unused by SIR).
+        gamma: ``f32[]`` recovery rate, I -> R (>= 0).
+        omega: ``f32[]`` waning-immunity rate, R -> S (>= 0; 0: immunity is permanent).
         dt: ``f32[]`` step length.
         contact: ``f32[L]`` contact intensity of each action, in ``[0, 1]``.
-        infection_cost, distancing_cost: ``f32[]`` >= 0.
+        infection_cost: ``f32[]`` cost of being infected in a step (>= 0).
+        distancing_cost: ``f32[]`` weight of the distancing cost ``(1 - c_a)^2`` (>= 0).
         init_dist: ``f32[K]`` initial distribution over health states (sums to 1).
     """
 

@@ -32,9 +32,14 @@ payoff and for the first step from independent initial opinions.
 Out-of-range actions are clipped to ``[0, K-1]`` and counted in
 ``info["illegal_action"]``; the mask is all True.
 
-Roles: ``"agent"`` (``num_agents``). Observation ``f32[2K + 3]``: one-hot own opinion,
-the social signal ``m_i``, ``preference[tau] / (K-1)``, ``threshold[tau]``, ``t / H``.
-The episode terminates after ``horizon`` steps.
+Observation (role ``"agent"``, ``num_agents`` agents) ``f32[2K + 3]``, every entry in
+``[0, 1]``: entries ``0 .. K-1`` are the one-hot of the agent's own opinion, ``K ..
+2K-1`` the social signal ``m_i`` (the fraction of the population, or of its neighbours on
+a graph, holding each level), then ``preference[tau] / (K-1)``, ``threshold[tau]`` and
+``t / H`` (``H = horizon``). The episode terminates after ``horizon`` steps.
+
+Actions ``Discrete(K)``: the opinion level the agent takes next (``K = 2``: 0 not
+adopted, 1 adopted); with probability ``params.noise`` a uniform level replaces it.
 """
 
 from __future__ import annotations
@@ -64,7 +69,11 @@ class OpinionParams:
         init_probs: ``f32[T, K]`` initial opinion distribution of each type (rows sum to 1).
         preference: ``f32[T]`` preferred level of each type, in ``[0, K-1]``.
         threshold: ``f32[T]`` adoption threshold of each type, in ``[0, 1]``.
-        conformity, preference_weight, switch_cost: ``f32[]`` payoff weights, >= 0.
+        conformity: ``f32[]`` payoff weight of agreeing with the social signal (>= 0).
+        preference_weight: ``f32[]`` payoff weight of closeness to the own type's
+            preferred level (>= 0).
+        switch_cost: ``f32[]`` cost per unit of opinion change, as a fraction of the
+            range ``K - 1`` (>= 0).
         noise: ``f32[]`` tremble probability, in ``[0, 1]``.
         rewire_prob: ``f32[]`` Watts-Strogatz rewiring probability (``graph="ring"``), in ``[0, 1]``.
     """

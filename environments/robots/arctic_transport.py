@@ -34,6 +34,13 @@ drone's tile, one-hot (all zeros outside the arena), row by row from the top-lef
 the drones see, shared with the team). ``global_obs`` (``f32[7 N + 4 R C]``): every pose
 and class, and the whole terrain one-hot. ``info``: ``reached`` (ground robots above the
 goal line now, ``i32[]``) and ``success`` (``bool[]``).
+
+Actions (the ``action_mode`` constructor argument): ``"discrete"`` (default),
+``Discrete(5)``: 0 stay, 1 move +y, 2 move -y, 3 move +x, 4 move -x, each a waypoint
+``params.arena.step_dist`` (0.4 m) from where the robot is, kept 0.1 m inside the arena
+(out-of-range ids act as stay); ``"continuous"``, ``Box(-1, 1, (2,))``: forward and
+turning speed ``(v, w)`` as fractions of the robot's limits ``(max_speed, 2 max_speed /
+axle length)`` (clipped to [-1, 1], NaN acts as 0; ``controller.py``).
 """
 
 from __future__ import annotations

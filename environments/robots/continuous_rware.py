@@ -31,7 +31,7 @@ Two robots claiming the same cell: the lower index wins, the other does nothing.
 are conserved: each is in exactly one cell or carried by exactly one robot. No
 termination: episodes are truncated after ``params.max_steps`` steps.
 
-Role ``robot``. Observation ``f32[6 + 4 (N-1) + 4 C]``: own pose ``(x, y, cos, sin)``,
+Observation (role ``robot``) ``f32[6 + 4 (N-1) + 4 C]``: own pose ``(x, y, cos, sin)``,
 carrying flag and carrying-a-requested-shelf flag; for each other robot (order ``i+1,
 i+2, ...``) the offset to it and its two flags; for each cell the offset to it, an
 occupied flag and a holds-a-requested-shelf flag. ``global_obs`` (``f32[6 N + 4 C]``):

@@ -20,6 +20,13 @@ first) the offset to it and its heading; for each landmark the offset to it if s
 (else 0), then ``sensed`` and ``tagged`` flags. ``global_obs`` (``f32[6 N + 4 L]``): every
 pose and capability pair, every landmark's true position and flags. ``info``: ``sensed``,
 ``tagged`` (counts so far, ``i32[]``) and ``success`` (``bool[]``).
+
+Actions (the ``action_mode`` constructor argument): ``"discrete"`` (default),
+``Discrete(5)``: 0 stay, 1 move +y, 2 move -y, 3 move +x, 4 move -x, each a waypoint
+``params.arena.step_dist`` (0.2 m) from where the robot is, kept 0.1 m inside the arena
+(out-of-range ids act as stay); ``"continuous"``, ``Box(-1, 1, (2,))``: forward and
+turning speed ``(v, w)`` as fractions of the robot's limits ``(max_speed, 2 max_speed /
+axle length)`` (clipped to [-1, 1], NaN acts as 0; ``controller.py``).
 """
 
 from __future__ import annotations

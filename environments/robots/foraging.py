@@ -17,12 +17,19 @@ foraged); here it is charged every step while resources remain, and the episode 
 all are foraged (theirs runs on). Resource levels there sum all robots but the first
 ``k``; here a random team of ``team_size``.
 
-Role ``robot``. Observation ``f32[5 + 3 (N-1) + 4 R]``: own pose ``(x, y, cos, sin)``
+Observation (role ``robot``) ``f32[5 + 3 (N-1) + 4 R]``: own pose ``(x, y, cos, sin)``
 and level; for each other robot (in the order ``i+1, i+2, ...``) the offset to it and
 its level; for each resource the offset to it, its level and 1 if still there (0 once
 foraged). ``global_obs``: every pose and level, each resource's position, level and
 presence (``f32[5 N + 4 R]``). ``info``: ``foraged`` (resources foraged so far,
 ``i32[]``) and ``success`` (``bool[]``).
+
+Actions (the ``action_mode`` constructor argument): ``"discrete"`` (default),
+``Discrete(5)``: 0 stay, 1 move +y, 2 move -y, 3 move +x, 4 move -x, each a waypoint
+``params.arena.step_dist`` (0.2 m) from where the robot is, kept 0.1 m inside the arena
+(out-of-range ids act as stay); ``"continuous"``, ``Box(-1, 1, (2,))``: forward and
+turning speed ``(v, w)`` as fractions of the robot's limits ``(max_speed, 2 max_speed /
+axle length)`` (clipped to [-1, 1], NaN acts as 0; ``controller.py``).
 """
 
 from __future__ import annotations

@@ -31,12 +31,19 @@ carried + delivered = the initial loads. Against JaxRobotarium: its payload is a
 (the amount taken from a zone is not tracked, so nothing is conserved), its loads are
 not whole units, and its episodes never end.
 
-Role ``robot``. Observation ``f32[7 + 5 (N-1) + 2]``: own pose ``(x, y, cos, sin)``,
+Observation (role ``robot``) ``f32[7 + 5 (N-1) + 2]``: own pose ``(x, y, cos, sin)``,
 speed limit (m/s), capacity and payload (units); for each other robot (order ``i+1,
 i+2, ...``) the offset to it, its speed limit, capacity and payload; the loads left in
 zone 1 and zone 2. ``global_obs`` (``f32[7 N + 2]``): every robot's pose, speed limit,
 capacity and payload, and the two zone loads. ``info``: ``remaining`` (units in the
 zones), ``carried``, ``delivered`` (``i32[]``) and ``success`` (``bool[]``).
+
+Actions (the ``action_mode`` constructor argument): ``"discrete"`` (default),
+``Discrete(5)``: 0 stay, 1 move +y, 2 move -y, 3 move +x, 4 move -x, each a waypoint
+``params.arena.step_dist`` (0.4 m) from where the robot is, kept 0.1 m inside the arena
+(out-of-range ids act as stay); ``"continuous"``, ``Box(-1, 1, (2,))``: forward and
+turning speed ``(v, w)`` as fractions of the robot's limits ``(max_speed, 2 max_speed /
+axle length)`` (clipped to [-1, 1], NaN acts as 0; ``controller.py``).
 """
 
 from __future__ import annotations

@@ -8,11 +8,18 @@ another robot starts). Each step robot ``i`` receives
 The episode terminates when every robot is within ``params.goal_radius`` (0.1 m) of its
 goal, and is truncated after ``params.max_steps`` steps.
 
-Role ``robot`` (``num_robots`` agents). Observation ``f32[6]``: own pose
+Observation (role ``robot``, ``num_robots`` agents) ``f32[6]``: own pose
 ``(x, y, cos th, sin th)`` and the offset to the goal ``g - p``. ``global_obs``: every
 robot's observation, concatenated (``f32[6 N]``). ``info``: the arena's (see
 ``arena_sim.py``) plus ``on_goal`` (robots within the goal radius, ``i32[]``) and
 ``success`` (``bool[]``).
+
+Actions (the ``action_mode`` constructor argument): ``"discrete"`` (default),
+``Discrete(5)``: 0 stay, 1 move +y, 2 move -y, 3 move +x, 4 move -x, each a waypoint
+``params.arena.step_dist`` (0.2 m) from where the robot is, kept 0.1 m inside the arena
+(out-of-range ids act as stay); ``"continuous"``, ``Box(-1, 1, (2,))``: forward and
+turning speed ``(v, w)`` as fractions of the robot's limits ``(max_speed, 2 max_speed /
+axle length)`` (clipped to [-1, 1], NaN acts as 0; ``controller.py``).
 """
 
 from __future__ import annotations

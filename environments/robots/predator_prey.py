@@ -11,10 +11,17 @@ After the step the team receives ``params.tag_reward`` (10) when any predator is
 ``params.tag_radius`` (0.2 m) of the prey. Episodes are truncated after
 ``params.max_steps`` steps (no termination: a tag does not end the chase).
 
-Role ``predator``. Observation ``f32[6 + 4 (N-1)]``: own pose ``(x, y, cos, sin)``, the
+Observation (role ``predator``) ``f32[6 + 4 (N-1)]``: own pose ``(x, y, cos, sin)``, the
 offset to the prey, and for each other predator (order ``i+1, i+2, ...``) the offset to it
 and its heading ``(cos, sin)``. ``global_obs``: all poses and the prey (``f32[4 N + 2]``).
 ``info``: ``tagged`` (``bool[]``, this step).
+
+Actions (the ``action_mode`` constructor argument): ``"discrete"`` (default),
+``Discrete(5)``: 0 stay, 1 move +y, 2 move -y, 3 move +x, 4 move -x, each a waypoint
+``params.arena.step_dist`` (0.2 m) from where the robot is, kept 0.1 m inside the arena
+(out-of-range ids act as stay); ``"continuous"``, ``Box(-1, 1, (2,))``: forward and
+turning speed ``(v, w)`` as fractions of the robot's limits ``(max_speed, 2 max_speed /
+axle length)`` (clipped to [-1, 1], NaN acts as 0; ``controller.py``).
 """
 
 from __future__ import annotations

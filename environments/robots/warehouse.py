@@ -17,6 +17,13 @@ sin)``, class ``(green, red)`` one-hot and load flag; for each other robot (orde
 i+2, ...`` over the team, green robots first) the offset to it, its class and load flag.
 ``global_obs`` (``f32[7 N]``): every pose, class and load flag. ``info``: ``loads`` and
 ``deliveries`` (counts so far, ``i32[]``).
+
+Actions (the ``action_mode`` constructor argument): ``"discrete"`` (default),
+``Discrete(5)``: 0 stay, 1 move +y, 2 move -y, 3 move +x, 4 move -x, each a waypoint
+``params.arena.step_dist`` (0.2 m) from where the robot is, kept 0.1 m inside the arena
+(out-of-range ids act as stay); ``"continuous"``, ``Box(-1, 1, (2,))``: forward and
+turning speed ``(v, w)`` as fractions of the robot's limits ``(max_speed, 2 max_speed /
+axle length)`` (clipped to [-1, 1], NaN acts as 0; ``controller.py``).
 """
 
 from __future__ import annotations

@@ -33,6 +33,22 @@ piece up to 999 and otherwise a first group and groups of three digits, a bounda
 inside a digit run: exact for Qwen2's pre-tokenizer (one digit per pre-token) and not
 for GPT-2's, which merges the run (such replies are rare; the text is exact either way,
 and above 999,999,999 the number shown is ``NUMBER_CAP``).
+
+Observation (roles ``player_0`` and ``player_1``, one agent each) ``i32[P + U]``
+(``P = 1014``, ``U = 86`` with the default arguments): entries ``0 .. P-1`` are the ids
+of the pieces (``piece_table``) that make up the player's TextArena observation so far,
+in order, -1 after its end; the last ``U`` are one slot per reply of the episode, in
+order, valid or not: the action index that was played, or -1 for a slot not reached yet
+or a reply given as text (``step_move``). ``env.render_observation(obs)`` turns it back
+into TextArena's string. Only the player to move is active.
+
+Actions ``Discrete(A)``: action ``a`` is the reply string ``actions.CONNECT_FOUR[a]``
+(42 strings by default), played exactly as a language model's reply would be. Actions
+0-6 are ``[col 0]`` .. ``[col 6]``, a disc into that column; 7-23 are other spellings
+the grammar also reads as a column 0-6 (``[3]``, ``4``, ``[COL 5]``,
+``I drop it in [col 2].``, ...); 24-29 read a column out of bounds (7 and above) and
+30-41 read no column at all (never valid). ``legal_actions`` marks the strings that are
+valid moves in the current position.
 """
 
 from __future__ import annotations

@@ -44,6 +44,21 @@ it is not sent here.
 Pieces: every message is one or two whole pieces (cards, chip counts and players are
 part of the piece, so numbers never stand alone: GPT-2 merges digits with a leading
 space); piece boundaries are split points of GPT-2's and Qwen2's pre-tokenizers.
+
+Observation (roles ``player_0`` and ``player_1``, one agent each) ``i32[P + U]``
+(``P = 151``, ``U = 20`` with the default arguments): entries ``0 .. P-1`` are the ids
+of the pieces (``piece_table``) that make up the player's TextArena observation so far,
+in order, -1 after its end; the last ``U`` are one slot per reply of the episode, in
+order, valid or not: the action index that was played, or -1 for a slot not reached yet
+or a reply given as text (``step_move``). ``env.render_observation(obs)`` turns it back
+into TextArena's string. Only the player to move is active.
+
+Actions ``Discrete(A)``: action ``a`` is the reply string ``actions.KUHN_POKER[a]`` (31
+strings by default), played exactly as a language model's reply would be. Actions 0-3
+are ``[check]``, ``[bet]``, ``[call]``, ``[fold]``; 4-20 other spellings of those four
+moves (case variants, bare words, a move inside other text); 21-30 match no move (never
+valid). ``legal_actions`` marks the strings that are valid moves in the current
+position.
 """
 
 from __future__ import annotations

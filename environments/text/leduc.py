@@ -38,6 +38,21 @@ case-insensitively but is ``"raiſe"``, an illegal move), -1 no match. ``info`` 
 
 Pieces: whole messages, with each bank a piece of its own (``" 97; Player 1:"`` and
 ``" 103\\n"``); every boundary is a split point of GPT-2's and Qwen2's pre-tokenizers.
+
+Observation (roles ``player_0`` and ``player_1``, one agent each) ``i32[P + U]``
+(``P = 682``, ``U = 102`` with the default arguments): entries ``0 .. P-1`` are the ids
+of the pieces (``piece_table``) that make up the player's TextArena observation so far,
+in order, -1 after its end; the last ``U`` are one slot per reply of the episode, in
+order, valid or not: the action index that was played, or -1 for a slot not reached yet
+or a reply given as text (``step_move``). ``env.render_observation(obs)`` turns it back
+into TextArena's string. Only the player to move is active.
+
+Actions ``Discrete(A)``: action ``a`` is the reply string ``actions.LEDUC_POKER[a]`` (29
+strings by default), played exactly as a language model's reply would be. Actions 0-4
+are ``[check]``, ``[bet]``, ``[call]``, ``[raise]``, ``[fold]``; 5-17 and 19-20 other
+spellings of those five moves (case variants, bare words, a move inside other text); 18
+(``[raiſe]``) matches but is no move name; 21-28 match no move (never valid).
+``legal_actions`` marks the strings that are valid moves in the current position.
 """
 
 from __future__ import annotations

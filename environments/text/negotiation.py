@@ -38,6 +38,26 @@ Pieces: the prompt is three pieces per player (each resource line whole); an off
 announcement is pieces of a number and a resource name each; a number of 1,000 or
 more is cut into groups of digits, exact for Qwen2's pre-tokenizer and not for GPT-2's
 (as in tic-tac-toe).
+
+Observation (roles ``player_0`` and ``player_1``, one agent each) ``i32[P + U]``
+(``P = 968``, ``U = 23`` with the default arguments): entries ``0 .. P-1`` are the ids
+of the pieces (``piece_table``) that make up the player's TextArena observation so far,
+in order, -1 after its end; the last ``U`` are one slot per reply of the episode, in
+order, valid or not: the action index that was played, or -1 for a slot not reached yet
+or a reply given as text (``step_move``). TextArena's observation of this game shows
+neither the replies nor the warnings, so the slots are recorded but not rendered.
+``env.render_observation(obs)`` turns it back into TextArena's string. Only the player
+to move is active.
+
+Actions ``Discrete(A)``: action ``a`` is the reply string
+``actions.SIMPLE_NEGOTIATION[a]`` (29 strings by default), played exactly as a language
+model's reply would be. Action 0 is ``[Accept]`` (accept the pending offer), and 2, 3
+and 15 accept in other words; 1, 4 and 28 (``[Deny]``, ``deny``, ...) neither accept nor
+offer, which rejects a pending offer; 5-14 and 16-20 are offers ``[Offer: ... -> ...]``
+of fixed quantities (14 and 17 also accept; 19 gives and 20 asks for more than anyone
+holds); 21-24 are malformed offers; 25-27 (``[Offer]``, ``hello``, the empty reply) make
+no move. ``legal_actions`` marks the strings that are valid moves in the current
+position.
 """
 
 from __future__ import annotations

@@ -26,6 +26,22 @@ in a warning is one piece up to 999; a larger one is a first group and groups of
 digits, a boundary inside a digit run: exact for Qwen2's pre-tokenizer (one digit per
 pre-token) and not for GPT-2's, which merges the run (such replies are rare; the text
 is exact either way, and above 999,999,999 the number shown is ``NUMBER_CAP``).
+
+Observation (roles ``player_0`` and ``player_1``, one agent each) ``i32[P + U]``
+(``P = 437``, ``U = 20`` with the default arguments): entries ``0 .. P-1`` are the ids
+of the pieces (``piece_table``) that make up the player's TextArena observation so far,
+in order, -1 after its end; the last ``U`` are one slot per reply of the episode, in
+order, valid or not: the action index that was played, or -1 for a slot not reached yet
+or a reply given as text (``step_move``). ``env.render_observation(obs)`` turns it back
+into TextArena's string. Only the player to move is active.
+
+Actions ``Discrete(A)``: action ``a`` is the reply string ``actions.TIC_TAC_TOE[a]`` (42
+strings by default), played exactly as a language model's reply would be. Actions 0-8
+are ``[0]`` .. ``[8]``, a mark in that cell (row by row from the top-left); 9-17 the
+bare digits ``0`` .. ``8`` (the same cells, after the bracket rule); 18-25 other
+spellings of cells 4 and 2; 26-31 numbers out of range (9 and above) and 32-41 replies
+with no number in brackets (never valid). ``legal_actions`` marks the strings that are
+valid moves in the current position.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ several), a bank (``non_profit`` or ``commercial``) and firms (``perfect``,
 is in US dollars and the economy starts from households drawn from the 2022 Survey of
 Consumer Finances, as EconGym's does.
 
-Roles present and their actions (every action ``Box(-1, 1)``, mapped linearly onto the
+Actions of the roles present (every action ``Box(-1, 1)``, mapped linearly onto the
 range EconGym clips to unless noted; out-of-range entries are clipped and non-finite
 ones set to 0, flagged in ``info["illegal_action"]``):
 
@@ -30,6 +30,27 @@ ones set to 0, flagged in ``info["illegal_action"]``):
   exp(price_step a)`` and ``W = W_mpl exp(wage_step a)`` around the marginal product of
   labour, both within ``price_bounds``. (EconGym's firms set raw price and wage in
   ``[1e-4, 100]``; a relative action keeps a policy's output scale-free.)
+
+Observations (``f32``, what EconGym's roles see; money in ``money_unit``, GDP per
+household at reset, hourly wages in ``money_unit / h_max``, every entry clipped to
+``[-1e6, 1e6]``; ``M`` firms, ``n`` households alive). The public part, ``4 + 2M + 2``
+entries, opens the household's, fiscal authority's and central bank's observations:
+the mean wealth and mean productivity of the richest 10% of households, the same for
+the poorest half, each firm's wage ``[M]`` and price ``[M]``, and the bank's lending and
+deposit rates. Then, per role:
+
+* ``household``: public, then its own productivity ``e`` and wealth, ``+ [age / 100]``
+  with overlapping generations;
+* ``fiscal``: public, then government debt over ``n`` money units;
+* ``central_bank``: public, then last year's inflation and real growth rate;
+* ``pension`` (7): pension accounts in total, ``n / num_households``, the share of the
+  living at or above the retirement age, retirement age / 100, contribution rate,
+  government debt and GDP (those three money amounts over ``n`` money units);
+* ``bank`` (6): the policy rate and reserve ratio it last saw, its lending and deposit
+  rates, its loans (firm capital plus government debt) and deposits over ``n`` money
+  units;
+* ``firm`` (5 each): capital over ``n / M`` money units, TFP, the lending rate, its
+  price and its hourly wage.
 
 A step, in EconGym's order (``households.py``, ``demography.py``, ``market.py`` and
 ``government.py`` hold the blocks and their equations):

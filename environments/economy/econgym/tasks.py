@@ -324,6 +324,14 @@ class EconGymTask(ScriptedRoles):
             speed comparisons, so both sides do the same work.
 
     ``households_policy`` says which households the economy got.
+
+    Observation and actions: only the learning roles are roles of this environment,
+    each with ``Society``'s observation and action (``econgym.env``'s module docstring
+    lists them entry by entry). The default task, ``optimal_tax``, learns ``fiscal``
+    alone: it observes ``f32[9]``, the public part (the mean wealth and productivity of
+    the richest 10% and of the poorest half, the firm's wage and price, the bank's
+    lending and deposit rates) and government debt, and acts ``Box(-1, 1, (5,))``:
+    ``[tau, xi, tau_a, xi_a, G/Y]`` mapped onto ``[0, params.fiscal_max]``.
     """
 
     def __init__(self, task: str = "optimal_tax", num_households: int | None = None, learn=None,

@@ -7,6 +7,28 @@ Roles: ``citizen`` (N, ``Discrete(50)`` with the default 11 price levels) and
 5%). The rules and their order are in ``dynamics``; action ids in ``rules``;
 observations in ``obs``.
 
+Actions. ``citizen`` (``P = max_bid_ask + 1`` price levels, 11): ``0`` no-op, ``1``
+build a house, then per resource in the order stone, wood, ``P`` bids at prices
+``0 .. P-1`` and ``P`` asks at prices ``0 .. P-1``, then ``2 + 4P .. 5 + 4P`` move left,
+right, up, down (the AI Economist's ids; ``timestep.action_mask`` rules out what the
+citizen cannot do). ``planner``: one entry per tax bracket, ``0`` keeps the bracket's
+rate, ``k`` sets level ``k - 1`` (rate ``(k - 1) / (L - 1)``).
+
+Observations (``f32``). ``citizen``, ``8 (2w+1)^2 + 17 + B + 4 R P``
+(``w = view_radius``, ``R = 2``, ``B`` brackets): the ``(2w+1) x (2w+1)`` window around
+it, channel by channel (stone units, wood units, stone sources, wood sources, water or
+outside the map, own houses, others' houses, other citizens); then coin, stone, wood,
+escrowed coin, stone and wood (coin x 0.01, goods x 0.1), labour x 0.001, its build
+payment over ``params.payment``, its bonus-gather chance, its row and column over the
+map's height and width, ``t / horizon``, the position in the tax period (fraction, first
+day, last day), its marginal tax rate and last period's income per step; the rates in
+force ``[B]``; its own open orders and everybody else's, per (bid/ask, resource, price
+level). ``planner``, ``5 + B + 2 N + 2 R + 2 R P + 2``: the position in the tax period
+(fraction, first day, last day), the rate cap, ``t / horizon``, the rates in force, last
+period's incomes sorted (per step), total coin sorted (x 0.01), mean inventories and
+mean escrowed goods per resource (x 0.1), the whole book's depth per (side, resource,
+price level), equality ``1 - Gini`` and mean total coin (x 0.01).
+
 Reset. Every tile of a source holds its unit; houses and orders are gone; every citizen
 has ``starting_coin`` and nothing else. ``placement="ranked"`` (the AI Economist's
 ``fixed_four_skill_and_loc``): a random permutation gives each citizen a skill rank;

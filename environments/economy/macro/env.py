@@ -9,7 +9,7 @@ One step is one year. Money is bank deposits; every payment moves balances betwe
 two accounts, so the accounting identities below hold every step and are reported in
 ``info`` (``residual/*``, relative to the size of the balance sheets).
 
-Roles (all actions ``Box(-1, 1)``, mapped linearly; out-of-range entries are clipped
+Actions, per role (all ``Box(-1, 1)``, mapped linearly; out-of-range entries are clipped
 to [-1, 1] and non-finite ones set to 0, and ``info["illegal_action"]`` flags either):
 
 * ``household`` (N), ``[save, work]``: savings share ``s = save_min + (save+1)/2
@@ -24,6 +24,26 @@ to [-1, 1] and non-finite ones set to 0, and ``info["illegal_action"]`` flags ei
   income and asset taxes and spending ``G = g x nominal output``.
 * ``central_bank`` (1), ``[rate, reserve]``: policy rate ``i`` in ``[policy_rate_min,
   policy_rate_max]`` (default [-0.02, 0.10]), reserve ratio in ``[0, reserve_ratio_max]``.
+
+Observations (``f32``, ``obs.py``; money divided by last year's nominal GDP, per
+household or per firm, so nothing drifts with the price level; every entry clipped to
+``[-1e6, 1e6]``). Every role's opens with the same 21 public entries: inflation (the
+change of the GDP deflator), real growth, policy rate, reserve ratio, deposit rate,
+lending rate, ``tau``, ``xi``, ``tau_a``, ``xi_a``, government spending share, log price
+index, government debt / GDP, capital / output, inventory / output, the fraction
+``phi`` of spending budgets the goods market served, mean hours share, income and wealth Ginis (-1 when not
+computed), bank equity / GDP and ``t / horizon``. Then, per role:
+
+* ``household`` (28): its productivity over the mean, superstar flag (0/1), assets,
+  last pre-tax income, last consumption at the price index (those three over nominal
+  GDP per household), last hours share and its employer's full-time wage (``W h_max``
+  over nominal GDP per household);
+* ``firm`` (30): TFP ``Z_j``, price over the price index, capital / output, inventory /
+  output, loans / (price x capital), share of employment, last fill fraction, last
+  profit over nominal GDP / M and its full-time wage (as the household's);
+* ``bank`` (25): deposits / GDP, loans / GDP, reserves / deposits, profit / GDP;
+* ``government`` (24): tax revenue, spending and primary deficit, each over nominal GDP;
+* ``central_bank`` (21): the public entries only.
 
 A step, in order (stocks are those at the start of the step):
 

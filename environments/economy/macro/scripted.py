@@ -146,6 +146,16 @@ class CentralBankEconomy(ScriptedRoles):
     """``MacroEconomy(num_households, num_firms)`` with households, firms, the bank
     and the government scripted (``scripted_policies``): one role, ``central_bank``.
 
+    Observation ``f32[21]`` (one agent): the macro economy's public entries, in
+    ``obs.GLOBAL_FEATURES`` order (inflation, real growth, policy rate, reserve ratio,
+    deposit and lending rates, the five fiscal instruments, log price index, debt /
+    GDP, capital / output, inventory / output, spending served, mean hours share, the
+    two Ginis, bank equity / GDP, ``t / horizon``; ``MacroEconomy``'s module docstring).
+
+    Actions ``Box(-1, 1, (2,))``, ``[rate, reserve]``: the policy rate mapped onto
+    ``[params.policy_rate_min, params.policy_rate_max]`` and the reserve ratio onto
+    ``[0, params.reserve_ratio_max]``.
+
     Args:
         num_households, num_firms: as ``MacroEconomy``.
         rules: the scripted roles' coefficients (default ``ScriptedEconomy()``).

@@ -4,6 +4,24 @@ flattened (no map) like EconoJax, vectorised over any number of citizens.
 Roles: ``citizen`` (N, ``Discrete(2 + R + 2 R P)``) and ``government`` (1,
 ``MultiDiscrete([L] * B)``: one rate level per tax bracket).
 
+Actions. ``citizen``: ``0`` no-op; ``1 + q`` gather resource ``q``; ``1 + R`` craft;
+``2 + R + (2 q + s) P + j`` place an order on resource ``q``, a bid (``s = 0``) or an
+ask (``s = 1``), at price level ``j`` (price ``params.prices[j]``). ``government``: per
+tax bracket ``b`` a level ``a_b`` in ``0 .. L-1``, the rate ``a_b / (L - 1)``.
+
+Observations (``f32``; coin / 100, goods / 10, labour / 100, prices / the top price
+level). Public part, ``B + 2 + 4 R + 2 R P``: tax rates ``[B]``, the fraction of the tax
+period elapsed, ``t / horizon``, best bid and best ask price per resource ``[R]`` each
+(0 where that side of the book is empty), open orders per (side, resource, price level)
+over ``N`` ``[2 R P]``, last step's volume per resource over ``N`` ``[R]`` and its mean
+price ``[R]``. ``citizen``, ``7 + 5 R`` own entries then the public part: coin in
+inventory, coin in escrow, labour, craft skill, open orders / ``k``, income so far this
+period, its marginal tax rate; goods in inventory ``[R]``, in escrow ``[R]``, gather
+skills ``[R]``, own open bids ``[R]`` and asks ``[R]`` over ``k``. ``government``: the
+public part, then mean and standard deviation of total coin, equality ``1 - Gini``, mean
+income so far this period, the treasury over ``N``, and the share of citizens whose
+period income lies in each bracket ``[B]``.
+
 Citizens. Citizen ``i`` has coin (``i32``), goods ``i32[R]``, accumulated labour, gather
 skills ``g_iq`` and a craft skill ``s_i`` drawn at reset as
 ``clip(skill_mean + skill_sd * N(0, 1), 0, max_skill)``. Each step it does one thing

@@ -35,9 +35,25 @@ Episodes are truncated after ``params.horizon`` steps (400); they never terminat
 Stepping a finished episode changes nothing and pays nothing. Out-of-range actions
 act as ``stay``.
 
-Roles: ``cook``, 2 agents (one shared policy), ``Discrete(6)``; the observation is
-the 26-channel grid encoding of ``obs.py``, ``uint8[H, W, 26]``. ``global_obs`` is
-cook 0's observation (it is lossless). ``info``: ``shaped_reward`` ``f32[2]`` and the
+Roles: ``cook``, 2 agents (one shared policy), ``Discrete(6)``.
+
+Observation ``uint8[H, W, 26]`` (the kitchen's rows and columns; overcooked-ai's lossless
+encoding, ``obs.py``), from the cook's own point of view, channel by channel: 0 the
+cook's own cell, 1 the other cook's cell; 2-5 the own facing (up, down, right, left)
+and 6-9 the other cook's, set at its cell; 10-15 the static tiles: pots, counters, onion
+piles, tomato piles (always 0), dish piles, serving windows; 16 onions (0-3) in a pot
+that has not started cooking; 17 tomatoes in a pot (0); 18 onions in a cooking or ready
+pot's soup, or in a soup on a counter or held (at the holder's cell); 19 tomatoes in a
+soup (0); 20 cooking steps left (0 once ready); 21 1 on ready pots and on soups; 22
+empty dishes (on counters or held); 23 loose onions (on counters or held); 24 tomatoes
+(0); 25 all ones once fewer than 40 steps are left. ``global_obs`` is cook 0's
+observation (it is lossless).
+
+Actions ``Discrete(6)``: 0 up, 1 down, 2 right, 3 left (turn that way, and step if the
+cell ahead is free floor), 4 stay, 5 interact with the faced tile (see the rules above);
+out-of-range ids act as stay.
+
+``info``: ``shaped_reward`` ``f32[2]`` and the
 per-cook event flags ``onion_in_pot``, ``useful_dish_pickup``, ``soup_pickup``,
 ``soup_delivery`` (``bool[2]``; sum them over an episode for counts).
 
@@ -84,8 +100,12 @@ class OvercookedParams:
         random_start: ``bool`` start the cooks on two random distinct floor cells,
             facing random directions, instead of the layout's start cells facing up.
         delivery_reward: ``f32`` sparse reward of a 3-onion soup, to both cooks.
-        onion_in_pot_reward, dish_pickup_reward, soup_pickup_reward: ``f32`` shaped
-            rewards (``info["shaped_reward"]``).
+        onion_in_pot_reward: ``f32`` shaped reward (``info["shaped_reward"]``) to the cook
+            that puts an onion into a pot (3).
+        dish_pickup_reward: ``f32`` shaped reward to a cook that takes a useful dish from a
+            dish pile (3; "useful" as in the module docstring).
+        soup_pickup_reward: ``f32`` shaped reward to a cook that takes a ready soup from
+            a pot with a dish (5).
     """
 
     horizon: jax.Array
