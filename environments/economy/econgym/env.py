@@ -122,15 +122,39 @@ def _scf_table():
 class Society(Env):
     """EconGym's society (module docstring); ``Society(**SocietyConfig fields)``.
 
-    Args (all static, validated by ``SocietyConfig``): ``households``, ``governments``,
-    ``bank``, ``market``, ``num_households``, ``num_firms``, ``capacity``,
-    ``objectives`` (``{"fiscal"|"pension": objective}``), ``tax_schedule``; and
-    ``horizon``, the default params' episode length (EconGym's ``episode_length``, 300);
-    ``rng``: how the households' yearly draws (productivity, deaths) are made, ``"hash"``
-    (default, a tenth of the cost on CPU) or ``"threefry"`` (``jaxagents.core.rng``);
-    ``params``: ``{field: value}`` overrides of the default params (validated here);
-    ``inequality``: compute the wealth and income Ginis every year (``info``; two sorts
-    of the households a year), as they are whenever an objective needs them.
+    Args:
+        households: ``ramsey`` (infinitely lived), ``olg`` (overlapping generations:
+            age, retirement, mortality, births, pensions), or either with a risky
+            asset, ``ramsey_risk_invest`` / ``olg_risk_invest``.
+        governments: a non-empty tuple of distinct types among ``fiscal``,
+            ``pension``, ``central_bank``; the first is the main government. An absent
+            type keeps its instruments at their ``params`` values.
+        bank: ``non_profit`` (rates set by the market) or ``commercial`` (a role that
+            chooses its lending and deposit rates).
+        market: ``perfect`` (1 firm, wage at the marginal product), ``monopoly`` (1
+            firm), ``oligopoly`` or ``monopolistic_competition`` (``num_firms``
+            firms); all but ``perfect`` add the ``firm`` role, setting price and wage.
+        num_households: households at reset, 1 .. 10^8.
+        num_firms: ``M``: 1 for ``perfect`` and ``monopoly``, 2 .. 1000 otherwise.
+        capacity: household slots ``C`` (``num_households`` .. 10^8); default
+            ``num_households``, or ``ceil(1.25 N)`` for overlapping generations.
+        objectives: ``{"fiscal"|"pension": objective}``, each one of ``gdp``
+            (default), ``gini``, ``social_welfare``, ``mean_welfare``, ``gdp_gini``,
+            ``pension_gap``; only for governments of this economy.
+        tax_schedule: the households' income tax: ``hsv`` (the fiscal authority's HSV
+            schedule), ``us_federal`` (2022 US federal brackets), ``saez`` (the Saez
+            government's brackets) or ``none``.
+        horizon: the default params' episode length in years (EconGym's
+            ``episode_length``, 300), an int >= 1.
+        rng: how the households' yearly draws (productivity, deaths) are made,
+            ``"hash"`` (default, a tenth of the cost on CPU) or ``"threefry"``
+            (``jaxagents.core.rng``).
+        params: ``{field: value}`` overrides of the default params (validated here).
+        inequality: compute the wealth and income Ginis every year (``info``; two
+            sorts of the households a year), as they are whenever an objective needs
+            them.
+
+    All are static; ``SocietyConfig`` validates the first nine.
     """
 
     def __init__(self, households="ramsey", governments=("fiscal",), bank="non_profit", market="perfect",

@@ -192,47 +192,81 @@ DEFAULTS: dict[str, float | list[float] | int] = {
 
 @struct.dataclass
 class SocietyParams:
-    """All scalars ``f32[]`` unless noted; defaults in ``DEFAULTS`` (EconGym's values).
+    """All scalars ``f32[]`` unless noted; defaults in ``DEFAULTS`` (EconGym's values),
+    ranges as ``check_params`` enforces them (every entry finite).
 
-    Households: ``h_max`` hours a year; productivity ``rho_e``, ``sigma_e`` (log-AR(1)),
-    ``e_p``/``e_q`` (become / stay superstar), ``super_e`` (a superstar's productivity
-    in units of the mean normal productivity); utility ``crra``, ``ife`` (inverse Frisch
-    elasticity), ``labour_weight``, ``labour_scale``: ``u = c^(1-crra)/(1-crra) -
-    labour_weight (labour_scale h/2512)^(1+ife)/(1+ife)``; ``stock_alpha`` (the risky
-    asset's price response to net buying); ``at_min`` (assets below it end the
-    episode); ``save_range`` ``f32[2]`` (savings share action range); ``ubi`` (dollars
-    a year paid to every household and counted as government spending).
-
-    Overlapping generations: ``birth_rate`` (births a year per household),
-    ``initial_working_age`` (age of the newborn households), ``max_age``.
-
-    Firms: ``alpha`` (capital share), ``tfp`` (initial TFP is ``tfp (1 + U[0, 1))``),
-    ``sigma_z`` (``log Z`` grows by ``sigma_z U[0, 1)`` a year), ``epsilon`` (CES
-    elasticity of the households' aggregate of goods and of the price index),
-    ``price_bounds`` ``f32[2]``; deciding firms' actions: ``price_step`` (largest log
-    price change a year) and ``wage_step`` (largest log deviation of the wage from the
-    marginal product of labour).
-
-    Bank: ``init_rate`` (deposit, lending and its view of the policy rate at reset:
-    the bank sees this step's policy rate only after the step), ``depreciation``;
-    commercial bank's action ranges ``lending_range``, ``deposit_range`` ``f32[2]``.
-
-    Governments: ``init_fiscal`` ``f32[5]`` (tau, xi, tau_a, xi_a, G/Y) in force where no
-    fiscal authority acts, ``fiscal_max`` ``f32[5]`` the upper ends of its action ranges
-    (lower ends 0); ``retire_age``, ``contribution_rate``, ``pension_growth_rate`` (the
-    pension fund's yearly return), ``pension_rate`` (basic pension multiplier),
-    ``pension_range`` ``f32[4]`` (retirement age low/high, contribution rate
-    low/high); ``policy_rate``, ``reserve_ratio`` in force where no central bank acts,
-    ``policy_range`` ``f32[4]`` (policy rate low/high, reserve ratio low/high);
-    ``consumption_tax``, ``estate_tax`` (rate above ``estate_exemption`` dollars);
-    the Saez government's bracket cutoffs ``saez_brackets`` ``f32[B]`` (from 0, rising;
-    EconGym's five linear brackets up to 4M dollars) and ``saez_period`` ``i32[]`` (years
-    between its rate updates, EconGym's 100).
-
-    Initial economy: ``real_gdp``, ``real_population``, ``real_debt_rate`` (debt/GDP),
-    ``real_total_hours`` (US totals: GDP and hours per household set the scale).
-
-    ``horizon``: ``i32[]`` steps (years) before the episode is truncated.
+    Attributes:
+        h_max: hours a year a household can work, in [1e-3, 1e5] (2512).
+        rho_e: persistence of log productivity (log-AR(1)), in [0, 0.9999].
+        sigma_e: standard deviation of the log-productivity shock, in [0, 2].
+        e_p: yearly probability that a normal household becomes a superstar, in [0, 1].
+        e_q: yearly probability that a superstar stays one, in [0, 1].
+        super_e: a superstar's productivity in units of the mean normal productivity,
+            in [0, 1e4].
+        crra: relative risk aversion of ``u = c^(1-crra)/(1-crra) - labour_weight
+            (labour_scale h/2512)^(1+ife)/(1+ife)`` (log at 1), in [0, 10].
+        ife: inverse Frisch elasticity of labour supply in ``u``, in [0, 10].
+        labour_weight: weight of the disutility of work in ``u``, in [0, 1e3].
+        labour_scale: scale of hours in the disutility of work, in [0, 1e3].
+        stock_alpha: the risky asset's price response to net buying, in [0, 10].
+        at_min: a household's assets below it (dollars) end the episode, in [-1e15, 0].
+        save_range: ``f32[2]`` low and high savings share of the household's action,
+            in [-10, 1] with low <= high and high > 0.
+        ubi: dollars a year paid to every household and counted as government
+            spending, in [0, 1e7].
+        birth_rate: births a year per household (overlapping generations), in [0, 1].
+        initial_working_age: age of the newborn households (years), in [0, 150].
+        max_age: households die at this age if not before (years), in [1, 200].
+        alpha: capital share of production, in [1e-3, 0.999].
+        tfp: initial TFP scale: a firm's initial TFP is ``tfp (1 + U[0, 1))``, in
+            [1e-6, 1e6].
+        sigma_z: ``log Z`` grows by ``sigma_z U[0, 1)`` a year, in [0, 1].
+        epsilon: CES elasticity of the households' aggregate of goods and of the price
+            index, in [1e-3, 100].
+        price_bounds: ``f32[2]`` lowest and highest price and wage of deciding firms,
+            in [1e-8, 1e8], low <= high.
+        price_step: largest log price change a year of a deciding firm's action, in
+            [0, 5].
+        wage_step: largest log deviation of a deciding firm's wage from the marginal
+            product of labour, in [0, 5] (default ``log 2``).
+        init_rate: deposit and lending rate at reset, and the bank's view of the policy
+            rate (the bank sees a step's policy rate only after it), in [-0.5, 1].
+        depreciation: capital's depreciation rate a year, in [0, 1].
+        lending_range: ``f32[2]`` the commercial bank's lending-rate action range, in
+            [-0.5, 1], low <= high.
+        deposit_range: ``f32[2]`` its deposit-rate action range, in [-0.5, 1], low <=
+            high.
+        init_fiscal: ``f32[5]`` ``(tau, xi, tau_a, xi_a, G/Y)`` in force where no fiscal
+            authority acts, each in [0, 10].
+        fiscal_max: ``f32[5]`` upper ends of the fiscal authority's action ranges (the
+            lower ends are 0), each in [0, 10].
+        retire_age: retirement age (years) in force where no pension authority acts,
+            in [0, 150].
+        contribution_rate: share of a worker's income paid into its pension account
+            where no pension authority acts, in [0, 1].
+        pension_growth_rate: the pension fund's yearly return, in [-1, 1].
+        pension_rate: basic pension multiplier: a retiree gets ``pension_rate`` x 1% of
+            the average wage per working year, plus its own account as an annuity, in
+            [0, 100].
+        pension_range: ``f32[4]`` the pension authority's action ranges: retirement
+            age low, high, contribution rate low, high; each in [0, 150], low <= high.
+        policy_rate: policy rate in force where no central bank acts, in [-0.5, 1].
+        reserve_ratio: reserve ratio in force where no central bank acts, in [0, 0.999].
+        policy_range: ``f32[4]`` the central bank's action ranges: policy rate low,
+            high, reserve ratio low, high; each in [-0.5, 1], low <= high.
+        consumption_tax: tax rate on consumption spending, in [0, 10].
+        estate_tax: tax rate on estates above ``estate_exemption``, in [0, 1].
+        estate_exemption: the untaxed part of an estate (dollars), in [0, 1e15].
+        saez_brackets: ``f32[B]`` the Saez government's bracket cutoffs (dollars): at
+            least 2, rising from 0 (EconGym's five linear brackets up to 4M dollars).
+        saez_period: ``i32[]`` years between the Saez government's rate updates, >= 1
+            (EconGym's 100).
+        real_gdp: US GDP (dollars) that sets the initial economy's scale, in [1, 1e18].
+        real_population: US population, in [1, 1e12].
+        real_debt_rate: initial government debt over GDP, in [0, 100].
+        real_total_hours: US hours worked a year, in [1, 1e18] (with ``real_gdp``, GDP
+            and hours per household set the scale).
+        horizon: ``i32[]`` steps (years) before the episode is truncated, >= 1.
     """
 
     h_max: jax.Array

@@ -76,39 +76,89 @@ DEFAULTS: dict[str, float | list[float] | int] = {
 
 @struct.dataclass
 class MacroParams:
-    """All scalars ``f32[]`` unless noted. Defaults follow the spec / EconGym.
+    """All scalars ``f32[]`` unless noted; defaults in ``DEFAULTS`` (the spec's and
+    EconGym's), ranges as ``check_params`` enforces them (every entry finite).
 
-    Households: ``h_max`` hours a year; productivity ``rho_e``, ``sigma_e`` (log-AR(1)),
-    ``p_star``/``q_star`` (enter/stay superstar), ``star_multiple``; utility ``crra``
-    (sigma), ``frisch`` (phi), ``labour_weight`` (alpha), ``labour_scale`` (beta),
-    ``c_floor``; actions ``save_min`` (lowest savings share), ``borrow_limit`` (debt
-    allowed, in units of last step's nominal GDP per household); ``consumption_tax``.
-
-    Firms: ``alpha`` (capital share), ``delta`` (depreciation), TFP ``tfp_mean``,
-    ``rho_z``, ``sigma_z``; actions ``price_step`` (largest log price change a step),
-    ``invest_max`` (largest investment spending as a share of the value of output);
-    ``price_elasticity`` of the buyers' split of spending across firms.
-
-    Bank: lending rate = policy rate + a spread in ``[lending_spread_min,
-    lending_spread_max]``; deposit rate = policy rate - a spread in ``[0,
-    deposit_spread_max]``; ``reserve_penalty`` over the policy rate on a reserve shortfall;
-    ``bank_capital_ratio``: the bank starts with and keeps equity of this share of its
-    loans, paying out the excess as dividends.
-
-    Government: action bounds ``tau_max``, ``xi_max``, ``tau_a_max``, ``xi_a_max``,
-    ``spending_max`` (G as a share of nominal output); ``gov_weights`` ``f32[3]`` weights
-    of its reward on (real GDP growth, Gini reduction, mean household utility).
-
-    Central bank: ``policy_rate_min``/``policy_rate_max``, ``reserve_ratio_max``;
-    reward ``exp(-inflation_weight (pi - inflation_target)^2 - growth_weight (g -
-    growth_target)^2)``.
-
-    Initial economy: ``init_labour`` (hours share used to size capital),
-    ``init_capital_output`` (K/Y), ``init_price``, ``init_gov_debt`` (x nominal GDP),
-    ``init_policy_rate``, ``init_reserve_ratio``,
-    ``init_fiscal`` ``f32[5]`` (tau, xi, tau_a, xi_a, G/Y) shown before the first step.
-
-    ``horizon``: ``i32[]`` steps (years) before the episode is truncated.
+    Attributes:
+        h_max: hours a year a household can work, in (0, inf).
+        rho_e: persistence of log productivity (log-AR(1)), in [0, 1).
+        sigma_e: standard deviation of the log-productivity shock, in [0, 2].
+        p_star: yearly probability that a household becomes a superstar, in [0, 1].
+        q_star: yearly probability that a superstar stays one, in [0, 1].
+        star_multiple: a superstar's productivity as a multiple of the mean productivity
+            of the normal households, in [0, 10000].
+        crra: relative risk aversion ``sigma`` of ``u = c^(1-sigma)/(1-sigma) - alpha
+            (beta h/h_max)^(1+phi)/(1+phi)`` (log at 1), in (0, 10].
+        frisch: curvature ``phi`` of the disutility of work in ``u`` (inverse Frisch
+            elasticity), in [0, 10].
+        labour_weight: weight ``alpha`` of the disutility of work in ``u``, in [0, inf).
+        labour_scale: scale ``beta`` of the hours share in the disutility of work, in
+            [0, inf).
+        c_floor: consumption is floored at this in the utility (keeps ``u`` finite), in
+            (0, inf).
+        save_min: lowest savings share of the household's action (negative: spending out
+            of assets), in [-10, 1).
+        borrow_limit: debt a household may run, in units of last step's nominal GDP per
+            household, in [0, 100].
+        consumption_tax: tax rate ``tau_c`` on consumption spending, in [0, 10].
+        alpha: capital share of production, in (0, 1).
+        delta: capital's depreciation rate a year, in [0, 1].
+        tfp_mean: mean TFP: ``log Z_j`` reverts to ``log tfp_mean`` (AR(1)), in (0, inf).
+        rho_z: persistence of log TFP (AR(1)), in [0, 1).
+        sigma_z: standard deviation of the log-TFP shock, in [0, 1].
+        price_step: largest log price change a step of a firm's action, in [0, 1].
+        invest_max: largest investment spending of a firm's action, as a share of the
+            value of its output, in [0, 10].
+        price_elasticity: buyers split their spending across firms with weights
+            ``p_j^-price_elasticity``, in [0, 50].
+        lending_spread_min: lowest spread of the lending rate over the policy rate (<=
+            ``lending_spread_max``), in [0, 1].
+        lending_spread_max: highest spread of the lending rate over the policy rate, in
+            [0, 1].
+        deposit_spread_max: highest spread of the deposit rate below the policy rate
+            (the lowest is 0), in [0, 1].
+        reserve_penalty: extra rate over the policy rate the bank pays on a reserve
+            shortfall, in [0, 1].
+        bank_capital_ratio: the bank starts with and keeps equity of this share of its
+            loans, paying out the excess as dividends, in [0, 1).
+        tau_max: upper end of the government's ``tau`` action (HSV income-tax level), in
+            [0, 1].
+        xi_max: upper end of the government's ``xi`` action (HSV income-tax
+            progressivity), in [0, 1).
+        tau_a_max: upper end of the government's ``tau_a`` action (HSV asset-tax level),
+            in [0, 1].
+        xi_a_max: upper end of the government's ``xi_a`` action (HSV asset-tax
+            progressivity), in [0, 1).
+        spending_max: upper end of the government's spending action, ``G`` as a share of
+            nominal output, in [0, 1].
+        gov_weights: ``f32[3]`` weights of the government's reward on real GDP growth,
+            Gini reduction and mean household utility (finite; Ginis are computed only when
+            the second is not 0).
+        policy_rate_min: lower end of the central bank's policy-rate action (<=
+            ``policy_rate_max``), in [-0.5, 1].
+        policy_rate_max: upper end of the central bank's policy-rate action, in [-0.5,
+            1].
+        reserve_ratio_max: upper end of the central bank's reserve-ratio action (the
+            lower end is 0), in [0, 1].
+        inflation_target: ``pi*`` of the central bank's reward ``exp(-inflation_weight
+            (pi - pi*)^2 - growth_weight (g - g*)^2)``, in [-1, 1].
+        growth_target: ``g*`` of the central bank's reward, in [-1, 1].
+        inflation_weight: weight of the inflation gap in the central bank's reward, in
+            [0, inf).
+        growth_weight: weight of the growth gap in the central bank's reward, in [0,
+            inf).
+        init_labour: hours share used to size the initial capital, in (0, 1].
+        init_capital_output: initial capital over output ``K/Y``, in (0, 100].
+        init_price: initial price of every firm, in (0, inf).
+        init_gov_debt: initial government debt, as a multiple of nominal GDP, in [0,
+            10].
+        init_policy_rate: policy rate at reset (within the policy-rate action range), in
+            [-0.5, 1].
+        init_reserve_ratio: reserve ratio at reset (<= ``reserve_ratio_max``), in [0,
+            1].
+        init_fiscal: ``f32[5]`` ``(tau, xi, tau_a, xi_a, G/Y)`` in force before the
+            first step, each at most its ``*_max``, in [0, 1].
+        horizon: ``i32[]`` steps (years) before the episode is truncated, >= 1.
     """
 
     # households
