@@ -51,7 +51,14 @@ ROLES = ("row", "column")
 
 @struct.dataclass
 class MatrixParams:
-    """``payoff``: ``f32[2, A, A]``; ``horizon``: ``i32[]`` steps per episode (>= 1)."""
+    """Params of a repeated two-player matrix game.
+
+    Attributes:
+        payoff: ``f32[2, A, A]``: ``payoff[0, i, j]`` is the row player's reward and
+            ``payoff[1, i, j]`` the column player's when row plays ``i`` and column
+            ``j`` (``A`` actions each).
+        horizon: ``i32[]`` steps per episode, after which it terminates (>= 1).
+    """
 
     payoff: jax.Array
     horizon: jax.Array

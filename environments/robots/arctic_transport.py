@@ -61,12 +61,25 @@ CLASS_COLOURS = ((70, 70, 70), (60, 200, 230), (30, 60, 190))  # drone, ice robo
 
 @struct.dataclass
 class ArcticParams:
-    """Attributes:
-    arena, max_steps: see ``RobotScenario`` (``arena.max_speed``: the speed on a factor of 1).
-    ground_type: ``i32[num_ground]`` 1 (ice) or 2 (water) per ground robot.
-    terrain_factor: ``f32[3, 4]`` speed factor of (drone, ice robot, water robot) on
-    (ground, ice, water, goal) tiles (> 0). terrain_probs: ``f32[3]`` of (ground, ice, water)
-    tiles (>= 0, positive sum; normalised). distance_penalty, reach_reward, time_penalty: ``f32[]``.
+    """Params of ``ArcticTransport``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter; ``arena.max_speed`` is the speed at a
+            terrain factor of 1).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        ground_type: ``i32[num_ground]`` 1 (ice) or 2 (water) per ground robot.
+        terrain_factor: ``f32[3, 4]`` speed factor of (drone, ice robot, water robot) on
+            (ground, ice, water, goal) tiles (> 0).
+        terrain_probs: ``f32[3]`` probabilities of ground, ice and water tiles (>= 0,
+            positive sum; normalised).
+        distance_penalty: ``f32[]`` team reward per metre of the ground robots'
+            distances below the goal line (-0.05).
+        reach_reward: ``f32[]`` team reward per ground robot crossing the goal line for
+            the first time (1).
+        time_penalty: ``f32[]`` team reward of each step that ends with a ground robot
+            below the goal line (-0.1).
     """
 
     arena: ArenaParams

@@ -58,10 +58,20 @@ MAX_SHELVES = 14  # two rows of at most 7 cells 0.28 m apart between x = -1.1 an
 
 @struct.dataclass
 class RwareParams:
-    """Attributes:
-    arena, max_steps: see ``RobotScenario``. pickup_radius: ``f32[]`` m (> 0).
-    zone_width: ``f32[]`` of the delivery strip (m, in (0, 0.85]).
-    delivery_reward: ``f32[]``. block_when_loaded: ``bool[]``.
+    """Params of ``ContinuousRware``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        pickup_radius: ``f32[]`` a toggle picks up or puts down a shelf at a cell this
+            close (m, > 0).
+        zone_width: ``f32[]`` width of the delivery strip at the right edge (m, in (0,
+            0.85]).
+        delivery_reward: ``f32[]`` team reward of each requested shelf delivered.
+        block_when_loaded: ``bool[]`` a loaded robot's discrete move is cancelled when
+            its path crosses a cell holding a shelf.
     """
 
     arena: ArenaParams

@@ -42,10 +42,21 @@ from jaxagents_environments.robots.scenario import RobotScenario, _check_int, ot
 
 @struct.dataclass
 class DiscoveryParams:
-    """Attributes:
-    arena, max_steps: see ``RobotScenario``.
-    sense_radius: ``f32[num_sensing]`` per sensor (m, > 0). tag_radius: ``f32[num_tagging]`` per tagger (m, > 0).
-    sense_reward, tag_reward, time_penalty: ``f32[]``. tag_requires_sensing: ``bool[]``.
+    """Params of ``Discovery``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        sense_radius: ``f32[num_sensing]`` each sensor's sensing radius (m, > 0).
+        tag_radius: ``f32[num_tagging]`` each tagger's tagging radius (m, > 0).
+        sense_reward: ``f32[]`` team reward per newly sensed landmark.
+        tag_reward: ``f32[]`` team reward per newly tagged landmark.
+        time_penalty: ``f32[]`` team reward of each step after which untagged landmarks
+            remain.
+        tag_requires_sensing: ``bool[]`` only sensed landmarks can be tagged (False:
+            JaxRobotarium's rule, any landmark).
     """
 
     arena: ArenaParams

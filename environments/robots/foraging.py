@@ -45,11 +45,19 @@ from jaxagents_environments.robots.scenario import RobotScenario, _check_int, ot
 
 @struct.dataclass
 class ForagingParams:
-    """Attributes:
-    arena, max_steps: see ``RobotScenario``.
-    forage_radius: ``f32[]`` m (> 0). max_level: ``i32[]`` robot levels are 1..max_level (>= 1).
-    team_size: ``i32[]`` robots whose levels make a resource's level (1..N).
-    forage_reward: ``f32[]`` per level foraged. time_penalty: ``f32[]`` per step while resources remain.
+    """Params of ``Foraging``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        forage_radius: ``f32[]`` robots this close to a resource count toward foraging
+            it (m, > 0).
+        max_level: ``i32[]`` robot levels are drawn from 1 .. max_level (>= 1).
+        team_size: ``i32[]`` robots whose levels make a resource's level (1 .. N).
+        forage_reward: ``f32[]`` team reward per level foraged.
+        time_penalty: ``f32[]`` team reward of each step after which resources remain.
     """
 
     arena: ArenaParams

@@ -59,13 +59,23 @@ from jaxagents_environments.robots.scenario import RobotScenario, _check_int, ot
 
 @struct.dataclass
 class TransportParams:
-    """Attributes:
-    arena, max_steps: see ``RobotScenario`` (``arena.max_speed`` is each robot's speed).
-    capacity: ``i32[N]`` units each robot can carry (>= 1).
-    zone_mean, zone_std: ``f32[2]`` of the initial loads of zones 1 and 2 (>= 0).
-    zone_radius: ``f32[]`` of zone 1 (m, > 0). strip_width: ``f32[]`` of the drop-off
-    strip and of zone 2 (m, > 0, ``strip_width + zone_radius <= 1.6``).
-    load_reward, unload_reward, time_penalty: ``f32[]``.
+    """Params of ``MaterialTransport``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter; ``arena.max_speed`` is each robot's
+            speed).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        capacity: ``i32[N]`` units each robot can carry (>= 1).
+        zone_mean: ``f32[2]`` mean initial load of zones 1 and 2 (units, >= 0).
+        zone_std: ``f32[2]`` standard deviation of those loads (units, >= 0).
+        zone_radius: ``f32[]`` radius of zone 1, the central disk (m, > 0).
+        strip_width: ``f32[]`` width of the drop-off strip and of zone 2 (m, > 0,
+            ``strip_width + zone_radius <= 1.6``).
+        load_reward: ``f32[]`` team reward per robot that loaded in a step.
+        unload_reward: ``f32[]`` team reward per robot that unloaded in a step.
+        time_penalty: ``f32[]`` team reward of each step after which material remains.
     """
 
     arena: ArenaParams

@@ -39,9 +39,14 @@ from jaxagents_environments.robots.scenario import RobotScenario, pose_features
 
 @struct.dataclass
 class NavigationParams:
-    """Attributes:
-    arena: the arena's params. max_steps: ``i32[]`` episode length.
-    goal_radius: ``f32[]`` success distance (m, > 0).
+    """Params of ``Navigation``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        goal_radius: ``f32[]`` a robot within this distance of its goal is on it (m, > 0).
     """
 
     arena: ArenaParams

@@ -40,10 +40,17 @@ _DIRECTIONS = np.stack([np.cos(_ANGLES), np.sin(_ANGLES)], -1).astype(np.float32
 
 @struct.dataclass
 class PredatorPreyParams:
-    """Attributes:
-    arena, max_steps: see ``RobotScenario``. tag_radius: ``f32[]`` m (> 0).
-    tag_reward: ``f32[]``. prey_step: ``f32[]`` longest prey move per step (m, >= 0.05).
-    prey_margin: ``f32[]`` the prey stays this far inside the arena (m, >= 0).
+    """Params of ``PredatorPrey``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        tag_radius: ``f32[]`` the prey is tagged when a predator is this close (m, > 0).
+        tag_reward: ``f32[]`` team reward of a step that ends with the prey tagged.
+        prey_step: ``f32[]`` the prey's longest move per step (m, >= 0.05).
+        prey_margin: ``f32[]`` the prey stays this far inside the arena (m, >= 0).
     """
 
     arena: ArenaParams

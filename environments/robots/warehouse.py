@@ -42,9 +42,16 @@ GREEN, RED = (50, 165, 70), (215, 55, 45)
 
 @struct.dataclass
 class WarehouseParams:
-    """Attributes:
-    arena, max_steps: see ``RobotScenario``. zone_width: ``f32[]`` of both strips (m, in (0, 1.6)).
-    load_reward, delivery_reward: ``f32[]``.
+    """Params of ``Warehouse``.
+
+    Attributes:
+        arena: the arena's ``ArenaParams`` (``arena.py``: time step, controller gains,
+            robot radii and speed limits, waypoint distance, safety filter).
+        max_steps: ``i32[]`` steps before the episode is truncated (>= 1; the
+            constructor's ``max_steps``, default 100).
+        zone_width: ``f32[]`` width of the loading and unloading strips (m, in (0, 1.6)).
+        load_reward: ``f32[]`` reward of each unit loaded.
+        delivery_reward: ``f32[]`` reward of each unit delivered.
     """
 
     arena: ArenaParams
