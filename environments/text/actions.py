@@ -52,7 +52,9 @@ LEDUC_POKER = (
     "I [raise] you",
     "[call] then [fold]",              # the first match counts: call
     "Hmm.\n[bet]",
-    "[rai\u017fe]",                    # LATIN SMALL LETTER LONG S: matches [raise] case-insensitively, but lowercases to no move name (invalid)
+    # LATIN SMALL LETTER LONG S: matches [raise] case-insensitively, but lowercases to
+    # "raiſe", no move name: invalid
+    "[rai\u017fe]",
     "[Player 1] [check]",
     " [call] ",
     "[all-in]", "hello", "", "[ check ]", "raise!", "[fold", "[GAME] call", "checkbet",
