@@ -108,9 +108,10 @@ def _value(v) -> str:
 
 
 def _param_notes(params_cls) -> dict[str, str]:
-    """``{field: text}`` from an ``Attributes:`` section of the params class docstring."""
+    """``{field: text}`` from an ``Attributes:`` section of the params class docstring;
+    an entry naming several fields (``a, b: text``) gives each the text."""
     doc = inspect.getdoc(params_cls) or ""
-    notes, current = {}, None
+    notes, current = {}, []
     in_attrs = False
     for line in doc.splitlines():
         if line.strip() in ("Attributes:", "Fields:"):
@@ -118,12 +119,14 @@ def _param_notes(params_cls) -> dict[str, str]:
             continue
         if not in_attrs:
             continue
-        m = re.match(r"^\s{2,8}([a-z_][a-z0-9_]*)(?: \([^)]*\))?:\s*(.*)$", line)
+        m = re.match(r"^\s{2,8}([a-z_][a-z0-9_]*(?:, [a-z_][a-z0-9_]*)*)(?: \([^)]*\))?:\s*(.*)$", line)
         if m:
-            current = m.group(1)
-            notes[current] = m.group(2)
+            current = [n.strip() for n in m.group(1).split(",")]
+            for n in current:
+                notes[n] = m.group(2)
         elif line.strip() and current and line.startswith(" " * 6):
-            notes[current] += " " + line.strip()
+            for n in current:
+                notes[n] += " " + line.strip()
         elif line.strip() and not line.startswith(" "):
             break
     return {k: " ".join(v.split()).replace("|", "\\|") for k, v in notes.items()}

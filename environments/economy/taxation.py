@@ -104,13 +104,42 @@ _WELFARE = STAT_NAMES.index("welfare")
 class TaxationParams:
     """Everything a user may sweep or randomise (vmap over it for many economies).
 
-    ``skills``: ``SkillParams``. ``cutoffs``: ``f32[B]`` bracket lower cutoffs ($),
-    ``c_0 = 0``, increasing. ``initial_rates``: ``f32[B]`` in ``[0, 1]``.
-    ``rate_deltas``: ``f32[D]`` planner rate changes (delta actions).
-    ``period_length`` (K >= 1) and ``num_periods`` (>= 1): ``i32``. ``utility``/``swf``:
-    ``i32`` indices into ``UTILITIES``/``SWFS``. ``labour_cost`` (c >= 0),
-    ``labour_exponent`` (delta > 1), ``eta`` (>= 0), ``kappa`` (>= 0), ``income_unit``
-    (> 0): ``f32``.
+    ``B`` is the number of tax brackets and ``D`` the number of rate deltas, both fixed
+    by the constructor (``brackets``, ``rate_deltas``).
+
+    Attributes:
+        skills: ``SkillParams`` (``skills.py``), the distribution of the workers' hourly
+            wages drawn at reset: ``dist`` picks GB2 (0), Pareto (1) or uniform (2);
+            a draw is a potential income ($) clipped to ``[income_min, income_max]``
+            and divided by ``reference_hours``. ``dist`` in [0, 2]; the other fields
+            finite and > 0, with ``uniform_high > uniform_low`` and
+            ``income_max > income_min``.
+        cutoffs: ``f32[B]`` lower edge of each tax bracket in dollars of a worker's
+            pre-tax income per step; finite, the first 0, strictly increasing (the
+            top bracket is open-ended).
+        initial_rates: ``f32[B]`` marginal tax rate of each bracket at reset, each in
+            [0, 1].
+        rate_deltas: ``f32[D]`` the change of a bracket's rate that each index of the
+            planner's ``"delta"`` action makes (the new rate is clipped to [0, 1]);
+            each in [-1, 1]. Unused with ``planner_action="rates"``.
+        period_length: ``i32`` worker steps per tax period, ``K`` (a period is
+            ``K + 1`` env steps with the planner's); >= 1.
+        num_periods: ``i32`` tax periods per episode, after which it is truncated;
+            >= 1.
+        utility: ``i32`` the workers' utility, an index in [0, 1] into ``UTILITIES``:
+            0 quasi-linear, 1 isoelastic.
+        labour_cost: ``f32`` quasi-linear utility's cost of labour ``c``, in dollars
+            per ``hours ** labour_exponent``; finite, >= 0.
+        labour_exponent: ``f32`` quasi-linear utility's exponent of hours ``delta``
+            (labour elasticity ``1 / (delta - 1)``); finite, > 1.
+        eta: ``f32`` isoelastic utility's curvature of post-tax income (log at 1);
+            finite, >= 0.
+        kappa: ``f32`` isoelastic utility's cost per hour worked, in income units;
+            finite, >= 0.
+        swf: ``i32`` the planner's social welfare, an index in [0, 2] into ``SWFS``:
+            0 equality times productivity, 1 utilitarian, 2 inverse-income weighted.
+        income_unit: ``f32`` dollars per income unit, the scale of utilities, welfare
+            and the money entries of the observations; finite, > 0.
     """
 
     skills: SkillParams

@@ -100,7 +100,13 @@ HISTORY_BITS = _history_bits()
 
 @struct.dataclass
 class KuhnParams:
-    """``num_hands``: ``i32[]`` hands per episode (>= 1), first player alternating."""
+    """Sweepable settings of ``KuhnPoker``.
+
+    Attributes:
+        num_hands: ``i32[]`` hands per episode, >= 1; ``player_0`` acts first in the
+            even hands (0-based) and ``player_1`` in the odd ones. Exact evaluation
+            only at 1.
+    """
 
     num_hands: jax.Array
 

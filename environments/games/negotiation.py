@@ -46,8 +46,16 @@ WOOD, GOLD = 0, 1
 
 @struct.dataclass
 class NegotiationParams:
-    """``values``: ``f32[2, 2]`` unit value of [player, resource]; ``start``:
-    ``i32[2, 2]`` starting inventory; ``num_turns``: ``i32[]`` turns in the game."""
+    """Sweepable settings of ``Negotiation``.
+
+    Attributes:
+        values: ``f32[2, 2]`` each player's private value of one unit of each resource,
+            ``[player, resource]`` (resources Wood, Gold); finite, >= 0.
+        start: ``i32[2, 2]`` each player's inventory at reset, ``[player, resource]``;
+            >= 0.
+        num_turns: ``i32[]`` turns in the game, both players' together (player 0 moves
+            on even turns); >= 1.
+    """
 
     values: jax.Array
     start: jax.Array

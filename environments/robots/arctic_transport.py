@@ -109,7 +109,9 @@ class ArcticTransport(RobotScenario):
 
     Args:
         num_drones, num_ground: robots of each role (>= 1).
-        grid_rows: tile rows (>= 3: goal, terrain, start); grid_cols: tile columns (>= 1).
+        grid_rows: tile rows, an int in [3, 100] (at least the goal row, one terrain
+            row and the start row).
+        grid_cols: tile columns across the arena, an int in [1, 100].
         **kwargs: the common arena options of ``RobotScenario``.
     """
 

@@ -95,9 +95,22 @@ class LBFParams:
     """Sweepable settings. Level arrays are per player (``[n]``) or per food slot (``[F]``).
 
     Attributes:
-        min_player_level, max_player_level: ``i32[n]`` level ranges (shuffled over players).
-        min_food_level, max_food_level: ``i32[F]`` level ranges (shuffled over foods);
-            ``max_food_level`` is ignored when ``auto_food_level``.
+        min_player_level: ``i32[n]`` lowest level of each player's range; at reset the
+            ranges are shuffled over the players and each level is drawn uniformly in
+            its range. In [1, ``Lp``], ``Lp`` the largest constructor
+            ``max_player_level`` (the observation space's bound), and
+            <= ``max_player_level``.
+        max_player_level: ``i32[n]`` highest level of each player's range, in
+            [1, ``Lp``]; with ``auto_food_level`` its three lowest entries must sum
+            to at most the food level bound ``Lf`` (see ``min_food_level``).
+        min_food_level: ``i32[F]`` lowest level of each food slot's range (shuffled over
+            the foods at reset, then drawn uniformly). In [1, ``Lf``], ``Lf`` the
+            largest food level the constructor's arguments allow (its
+            ``min_food_level`` / ``max_food_level``, or with ``max_food_level=None``
+            the sum of the three lowest ``max_player_level``), and
+            <= ``max_food_level`` unless ``auto_food_level``.
+        max_food_level: ``i32[F]`` highest level of each food slot's range, in
+            [1, ``Lf``]; ignored when ``auto_food_level``.
         auto_food_level: ``bool`` food maximum = sum of the three lowest player levels.
         force_coop: ``bool`` every food gets its maximum level.
         normalize_reward: ``bool`` divide by ``group_level * food_spawned``.

@@ -113,13 +113,20 @@ def parse_layout(layout: str) -> tuple[np.ndarray, list]:
 
 @struct.dataclass
 class RWAREParams:
-    """Attributes:
-        horizon: ``i32`` steps before truncation (0: none; the reference's ``max_steps``).
-        max_inactivity_steps: ``i32`` steps without a delivery before truncation (0: none).
-        reward_type: ``i32`` 0 global, 1 individual, 2 two-stage.
-        normalised_coordinates: ``bool`` own position divided by the grid extent.
-        random_tie_break: ``bool`` equally long chains claiming a cell: a random one wins
-            (else the lowest agent index).
+    """Sweepable settings of ``RobotWarehouse``.
+
+    Attributes:
+        horizon: ``i32`` steps before truncation (the reference's ``max_steps``);
+            >= 0, 0 for no limit.
+        max_inactivity_steps: ``i32`` steps in a row without a delivery before
+            truncation; >= 0, 0 for no limit.
+        reward_type: ``i32`` in [0, 2]: 0 global (every robot +1 per delivery),
+            1 individual (+1 to the deliverer), 2 two-stage (+0.5 for the delivery,
+            +0.5 when that robot next puts a shelf down off the highway).
+        normalised_coordinates: ``bool`` the vector observation's own ``x, y`` divided
+            by ``W - 1, H - 1`` (else in cells).
+        random_tie_break: ``bool`` equally long chains of robots claiming one cell: a
+            random one wins (else the one with the lowest agent index).
     """
 
     horizon: jax.Array
@@ -157,11 +164,24 @@ class RobotWarehouse(Env):
 
     Args:
         num_agents: robots (>= 1, at most the number of cells).
-        shelf_columns (odd), column_height, shelf_rows: the parametric layout.
+        shelf_columns: shelf blocks across the parametric layout, each two shelf
+            columns wide with a corridor between blocks (grid ``3 * shelf_columns + 1``
+            columns); an odd int >= 1. Unused with ``layout``.
+        column_height: shelf cells per shelf column of a block, i.e. the block's height
+            (grid ``(column_height + 1) * shelf_rows + 2`` rows); an int >= 1. Unused
+            with ``layout``.
+        shelf_rows: rows of shelf blocks, separated by a corridor row; an int >= 1.
+            Unused with ``layout``.
         layout: a layout string instead (``x`` shelf, ``.`` corridor, ``g`` goal).
         request_queue_size: requested shelves (1 .. shelves - 1); ``None``: ``num_agents``.
         sensor_range: observation radius (>= 0).
-        obs_type: ``"vector"`` or ``"image"``; ``image_layers``, ``image_directional``.
+        obs_type: ``"vector"`` or ``"image"``.
+        image_layers: the channels of the ``"image"`` observation, in order: a
+            non-empty tuple of names from ``IMAGE_LAYERS`` (``shelves``, ``requests``,
+            ``agents``, ``agent_direction``, ``agent_load``, ``goals``,
+            ``accessible``). Unused with ``"vector"``.
+        image_directional: ``bool``, rotate the ``"image"`` window to the robot's
+            heading (else the grid's top stays up). Unused with ``"vector"``.
         horizon, max_inactivity_steps, reward_type, normalised_coordinates, random_tie_break:
             param defaults (``reward_type``: ``"global"``, ``"individual"`` or ``"two_stage"``).
     """

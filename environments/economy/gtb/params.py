@@ -26,8 +26,12 @@ class GTBParams:
         order_duration: ``i32`` an order placed at step ``t`` takes part in the matching
             of steps ``t .. t + order_duration`` and then expires (50).
         starting_coin: ``f32`` coin per citizen at reset (10).
-        move_labour, collect_labour, build_labour, order_labour: ``f32`` labour per
-            move (1), per unit-tile gathered (1), per house (10), per order (0.25).
+        move_labour: ``f32`` labour per successful move to a neighbouring tile (1);
+            finite, >= 0.
+        collect_labour: ``f32`` labour per resource unit gathered from the tile a
+            citizen stands on, the bonus second unit free (1); finite, >= 0.
+        build_labour: ``f32`` labour per house built (10); finite, >= 0.
+        order_labour: ``f32`` labour per order (bid or ask) placed (0.25); finite, >= 0.
         payment: ``f32`` coin per house at skill multiplier 1 (10).
         regen_prob: ``f32`` chance per step that an empty source tile regrows (0.01).
         eta: ``f32`` isoelastic curvature of coin, ``0 <= eta < 1`` (0.23).

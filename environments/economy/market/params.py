@@ -23,10 +23,16 @@ class MarketParams:
         starting_coin: ``i32`` coin per citizen at reset (>= 0).
         coin_per_craft: ``f32`` coin per craft per unit of craft skill (>= 0).
         craft_units: ``i32`` units of each of two resources per craft (>= 1).
-        gather_labour, craft_labour, order_labour: ``f32`` labour per action (>= 0).
+        gather_labour: ``f32`` labour a gather action adds to the citizen's total
+            (finite, >= 0).
+        craft_labour: ``f32`` labour a craft action adds (finite, >= 0).
+        order_labour: ``f32`` labour placing an order (bid or ask) adds (finite, >= 0).
         labour_weight: ``f32`` utility cost per unit of labour (>= 0).
         eta: ``f32`` isoelastic curvature, ``0 <= eta < 1``.
-        skill_mean, skill_sd, max_skill: skill distribution (>= 0, >= 0, > 0).
+        skill_mean: ``f32`` mean of the normal draw of every gather skill and craft
+            skill at reset (finite, >= 0).
+        skill_sd: ``f32`` standard deviation of that draw (finite, >= 0).
+        max_skill: ``f32`` the skills are clipped to ``[0, max_skill]`` (finite, > 0).
     """
 
     prices: jax.Array
