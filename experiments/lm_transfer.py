@@ -41,7 +41,8 @@ def summary(rows: list[dict]) -> dict:
         raise ValueError(f"need the update-0 evaluation and a later one, found {len(ev)} evaluated row(s)")
     first, last = ev[0], ev[-1]
     out = {}
-    for key in sorted(k for k in last if k.endswith("@seeds") and k[:-len("@seeds")].endswith(SUFFIXES)):
+    for key in sorted(k for k in last if k.startswith("eval/") and k.endswith("@seeds")
+                      and k[:-len("@seeds")].endswith(SUFFIXES)):
         cells = {}
         for name, row in (("untrained", first), ("trained", last)):
             seeds = np.asarray(row[key], np.float64)

@@ -12,6 +12,7 @@ def _row(update, leduc, win=None):
            "eval/heldout/TextLeducPoker/exploitability@seeds": leduc}
     if win is not None:
         row["eval/heldout/TextConnectFour1/search/win@seeds"] = win
+    row["selfplay/TextKuhnPoker/draw@seeds"] = [0.5, 0.5, 0.5]  # not an evaluation
     return row
 
 
@@ -26,6 +27,7 @@ def test_untrained_and_trained_are_the_first_and_last_evaluated_rows(experiment_
     assert leduc["untrained"]["mean"] == pytest.approx(3.2) and 3.0 <= leduc["untrained"]["low"] <= 3.2
     assert leduc["trained"] == {"seeds": [2.0, 2.0, 2.0], "mean": 2.0, "low": 2.0, "high": 2.0}
     assert out["eval/heldout/TextConnectFour1/search/win"]["trained"]["mean"] == 0.5
+    assert all(k.startswith("eval/") for k in out)
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     script.main([str(tmp_path / "run"), "--json", str(tmp_path / "t.json")])
