@@ -28,6 +28,7 @@ def test_reach_sums_to_one_over_terminals(dyn, tree):
     assert np.all(reach >= 0)
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_gradient_matches_finite_differences(dyn, tree):
     """Each information state's row is the derivative of its *owner's* objective (value
     plus tau times the reach-weighted entropy), the other player's policy fixed."""

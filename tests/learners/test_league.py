@@ -152,6 +152,7 @@ def test_exploiter_games_take_a_share_of_the_self_play_games_only(split):
     np.testing.assert_array_equal(np.asarray(a.seat), np.asarray(b.seat))
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_exploiter_fits_its_own_finished_moves_only():
     """``exploiter.fit`` on a hand-made Kuhn rollout: the exploiter's moves (opponent
     seat, in its environments, in episodes that end inside the rollout) where action 0

@@ -90,6 +90,7 @@ def test_clip_by_stream_norm_clips_actor_and_critic_apart():
     np.testing.assert_allclose(p["v"]["b"], 0.1)
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_cnn_keeps_flax_conv_parameters_and_outputs():
     """``CNN``'s ``ConvSame`` layers (slices + one matmul; fast gradients on XLA:CPU)
     replace ``nn.Conv`` without changing the parameter tree or the initial values, and

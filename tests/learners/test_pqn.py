@@ -134,6 +134,7 @@ def _greedy_joint(learner, state):
     return out["row"], out["column"]
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_vdn_finds_the_coordinated_optimum(vdn):
     learner, init, update = vdn
     for seed in range(3):

@@ -122,6 +122,7 @@ def test_distilled_policy_is_trained_evaluated_and_resumes(kuhn_run, tmp_path):
     jax.tree.map(np.testing.assert_array_equal, again.extra.distilled, new.extra.distilled)
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_distilled_policy_fits_the_learners_own_action_frequencies():
     """Fitted to a rollout where, at one observation, the learner's own moves are action 0
     80% of the time, the distilled policy plays action 0 with probability 0.8: samples of

@@ -85,6 +85,7 @@ def test_encode_fn_accepts_tokenizer_objects():
         encode_fn(3)
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_token_bytes_and_byte_tokens_round_trip():
     import tokenizers
 

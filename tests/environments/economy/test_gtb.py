@@ -231,6 +231,7 @@ def test_conservation_on_random_rollouts(rollout):
     np.testing.assert_allclose(np.asarray(reward["planner"])[..., 0], np.asarray(s1.swf - s0.swf), atol=1e-5)
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_registered_and_renders():
     env = jaxagents.make("gtb")
     assert env.roles["citizen"].action_space.n == 50 and list(env.roles["planner"].action_space.nvec) == [22] * 7

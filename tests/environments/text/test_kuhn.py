@@ -125,6 +125,7 @@ def _play(jitted, allowance, actions):
     return state, out
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_error_allowance(jitted):
     env = jitted[1][0]
     bad, good = env.actions.index("hello"), env.actions.index("[check]")

@@ -46,6 +46,7 @@ def test_replay_matches_textarena(env, replayed):
     assert n > 19000 and not diffs, f"{len(diffs)} differences in {n} steps:\n" + "\n".join(diffs)
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes)
 def test_replay_with_busts_matches_textarena():
     data = parity.load("leduc_poker_bank6")
     assert data["env_kwargs"] == {"starting_bank": 6}
@@ -98,8 +99,9 @@ def test_set_orders_are_checked():
     assert " Valid actions: '[check]', '[bet]'" in env.piece_table.pieces
 
 
-# one tokenizer kind each in the default suite (the other under -m slow)
-@pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.slow), "qwen2"])
+# both tokenizer kinds under -m slow (the default suite checks Kuhn's, 10-25 s each)
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
 def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     excused = parity.uses(env, parity.excused_gpt2(env)) if kind == "gpt2" else (lambda o: False)
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, excused, every=10)

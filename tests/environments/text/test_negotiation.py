@@ -147,8 +147,9 @@ def _excused(env, kind):
     return lambda o: bool(np.isin(o[: env.capacity], groups).any())
 
 
-# one tokenizer kind each in the default suite (the other under -m slow)
-@pytest.mark.parametrize("kind", [pytest.param("gpt2", marks=pytest.mark.slow), "qwen2"])
+# both tokenizer kinds under -m slow (the default suite checks Kuhn's, 10-25 s each)
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
 def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, _excused(env, kind), every=5)
 
