@@ -110,39 +110,26 @@ def _value(v) -> str:
 def _param_notes(params_cls) -> dict[str, str]:
     """``{field: text}`` from an ``Attributes:`` section of the params class docstring;
     an entry naming several fields (``a, b: text``) gives each the text."""
-    doc = inspect.getdoc(params_cls) or ""
-    notes, current = {}, []
-    in_attrs = False
-    for line in doc.splitlines():
-        if line.strip() in ("Attributes:", "Fields:"):
-            in_attrs = True
-            continue
-        if not in_attrs:
-            continue
-        m = re.match(r"^\s{2,8}([a-z_][a-z0-9_]*(?:, [a-z_][a-z0-9_]*)*)(?: \([^)]*\))?:\s*(.*)$", line)
-        if m:
-            current = [n.strip() for n in m.group(1).split(",")]
-            for n in current:
-                notes[n] = m.group(2)
-        elif line.strip() and current and line.startswith(" " * 6):
-            for n in current:
-                notes[n] += " " + line.strip()
-        elif line.strip() and not line.startswith(" "):
-            break
-    return {k: " ".join(v.split()).replace("|", "\\|") for k, v in notes.items()}
+    return _section_notes([inspect.getdoc(params_cls) or ""], ("Attributes:", "Fields:"))
 
 
 def _arg_notes(cls) -> dict[str, str]:
     """``{argument: text}`` from the ``Args:`` sections of the class and ``__init__``
     docstrings; an entry naming several arguments (``a, b: text``) gives each the text."""
+    return _section_notes([inspect.getdoc(cls) or "", inspect.getdoc(cls.__init__) or ""], ("Args:",))
+
+
+def _section_notes(docs: list[str], headers: tuple[str, ...]) -> dict[str, str]:
+    """``{name: text}`` of the entries (``name: text``, ``a, b: text``, continued on lines
+    indented 6 or more) under any of ``headers`` in ``docs``, up to an unindented line."""
     notes, current = {}, []
-    for doc in (inspect.getdoc(cls) or "", inspect.getdoc(cls.__init__) or ""):
-        in_args = False
+    for doc in docs:
+        inside = False
         for line in doc.splitlines():
-            if line.strip() == "Args:":
-                in_args, current = True, []
+            if line.strip() in headers:
+                inside, current = True, []
                 continue
-            if not in_args:
+            if not inside:
                 continue
             m = re.match(r"^ {2,8}(\*{0,2}[a-z_][a-z0-9_]*(?:, [a-z_][a-z0-9_]*)*)(?: \([^)]*\))?:\s*(.*)$", line)
             if m:
@@ -153,7 +140,7 @@ def _arg_notes(cls) -> dict[str, str]:
                 for n in current:
                     notes[n] += " " + line.strip()
             elif line.strip() and not line.startswith(" "):
-                in_args = False
+                inside = False
     return {k: " ".join(v.split()).replace("|", "\\|") for k, v in notes.items()}
 
 
