@@ -126,7 +126,7 @@ class Rollout:
 # Registered ids that share their code with another id checked by default, or whose
 # scenario has its own jit/vmap tests (tests/environments/robots): the contract is
 # checked on them with `pytest -m heavy` (compiling dominates this module: 8 minutes).
-SLOW_IDS = {
+HEAVY_IDS = {
     "stag_hunt", "chicken", "matching_pennies", "coordination",  # MatrixGame, as prisoners_dilemma
     "robots_foraging", "robots_predator_prey", "robots_material_transport", "robots_warehouse",
     "robots_arctic_transport", "robots_continuous_rware",  # compiled vmapped rollouts in test_scenarios_more
@@ -135,27 +135,107 @@ SLOW_IDS = {
     "macro", "taxation", "market", "gtb", "econgym", "econgym_task",  # their own jit/vmap rollouts (over params too): tests/environments/economy
     "text_leduc_poker", "text_negotiation", "text_connect_four",  # base.TextGame, as text_kuhn_poker; vmapped replays in tests/environments/text
 }
+# The compiled contract runs by default on one or a few ids per family (the matrix game,
+# Kuhn poker, tic-tac-toe and Connect Four, the text games' base class on text Kuhn,
+# the robot arena on navigation, the grid robots on rware, the mean-field games on the
+# epidemic); these further ids of the same families run it with `pytest -m slow`
+# (10-20 s of compiling each: the default suite keeps its 10 minutes). Every id,
+# these and the heavy ones included, is traced by the default suite's
+# test_contract_traced below.
+SLOW_IDS = {
+    "leduc_poker", "negotiation", "hanabi", "overcooked",  # games: their own jitted rules and parity tests (tests/environments/games)
+    "text_tic_tac_toe",  # base.TextGame, as text_kuhn_poker
+    "robots_discovery",  # the robot arena, as robots_navigation
+    "lbf",  # grid robots, as rware; jitted step for step against lbforaging in tests/environments/robots
+    "mf_crowd", "mf_opinion",  # mean-field games, as mf_epidemic; their own tests in tests/environments/meanfield
+}
 
 
-@pytest.fixture(scope="module", params=[pytest.param(i, marks=pytest.mark.heavy) if i in SLOW_IDS else i for i in jaxagents.list_envs()])
+def _tier(env_id):
+    if env_id in HEAVY_IDS:
+        return pytest.param(env_id, marks=pytest.mark.heavy)
+    if env_id in SLOW_IDS:
+        return pytest.param(env_id, marks=pytest.mark.slow)
+    return env_id
+
+
+@pytest.fixture(scope="module", params=[_tier(i) for i in jaxagents.list_envs()])
 def ro(request):
     return Rollout(request.param)
 
 
-def _per_role_checks(env, ts, batch):
+def _per_role_checks(env, ts, batch, values=True):
+    """Shapes and dtypes of every field; with ``values`` (arrays, not traced shapes)
+    also the static promises ``always_legal`` and ``always_active``."""
     for name, role in env.roles.items():
         n = role.num_agents
         why = role.observation_space.check(ts.obs[name], batch + (n,))
         assert why is None, f"obs[{name!r}]: {why}"
         assert ts.reward[name].shape == batch + (n,) and ts.reward[name].dtype == np.float32
         assert ts.action_mask[name].shape == batch + role.mask_shape and ts.action_mask[name].dtype == bool
-        if role.always_legal:  # the static promise consumers rely on to skip the mask
+        if values and role.always_legal:  # the static promise consumers rely on to skip the mask
             assert np.all(ts.action_mask[name]), f"{name}: declared always_legal but has an illegal action"
-        if role.always_active:  # learners then train on every sample with weight 1
+        if values and role.always_active:  # learners then train on every sample with weight 1
             assert np.all(ts.active[name]), f"{name}: declared always_active but has an inactive agent"
         assert ts.active[name].shape == batch + (n,) and ts.active[name].dtype == bool
     assert ts.terminated.shape == batch and ts.terminated.dtype == bool
     assert ts.truncated.shape == batch and ts.truncated.dtype == bool
+
+
+@pytest.mark.parametrize("env_id", jaxagents.list_envs())
+def test_contract_traced(env_id):
+    """Every registered id, in the default suite: the contract's structural half on a
+    traced (``jax.eval_shape``), not compiled, reset and step -- well under a second an
+    id where the compiled checks below take 10-40 s. Spaces match observations, rewards,
+    masks, flags and info keep their shapes and dtypes from reset to step, the state a
+    step returns has the shapes, dtypes and weak types of the one it was given (so
+    stepping again does not retrace), and malformed actions are refused while tracing.
+    The compiled contract (values, determinism, auto-reset, masks, illegal actions) runs
+    on each id in its tier: by default, ``-m slow`` or ``-m heavy`` (``_tier``)."""
+    env = jaxagents.make(env_id, **MAKE_KWARGS.get(env_id, {}))
+    assert env.roles and all(isinstance(k, str) for k in env.roles)
+    assert env.num_agents == sum(r.num_agents for r in env.roles.values())
+    params = env.validate_params()
+    assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(env.default_params())
+
+    def reset_and_step(key):
+        k0, k1, k2 = jax.random.split(key, 3)
+        state, ts0 = env.reset(k0)
+        acts = random_actions(env, k1, ts0)
+        state1, ts1 = env.step(k2, state, acts)
+        return state, ts0, acts, state1, ts1
+
+    state, ts0, acts, state1, ts1 = jax.eval_shape(reset_and_step, jax.random.key(0))
+    _per_role_checks(env, ts0, (), values=False)
+    _per_role_checks(env, ts1, (), values=False)
+    assert set(acts) == set(env.roles)
+    assert jax.tree_util.tree_structure(ts0.info) == jax.tree_util.tree_structure(ts1.info)
+    shapes = lambda t: [(x.shape, x.dtype) for x in jax.tree_util.tree_leaves(t)]  # noqa: E731
+    assert shapes(ts0) == shapes(ts1), "reset and step return time steps of different shapes or dtypes"
+    avals = lambda t: [(x.shape, x.dtype, x.weak_type) for x in jax.tree_util.tree_leaves(t)]  # noqa: E731
+    assert jax.tree_util.tree_structure(state) == jax.tree_util.tree_structure(state1)
+    assert avals(state) == avals(state1), "the state a step returns differs from its input (the next step retraces)"
+
+    name = next(iter(env.roles))
+
+    def step_with(change):
+        def f(key):
+            k0, k1, k2 = jax.random.split(key, 3)
+            s, ts = env.reset(k0)
+            good = random_actions(env, k1, ts)
+            return env.step(k2, s, change(good))
+
+        return jax.eval_shape(f, jax.random.key(0))
+
+    with pytest.raises(ValueError, match="roles"):
+        step_with(lambda good: {**good, "no_such_role": good[name]})
+    with pytest.raises(ValueError, match="roles"):
+        step_with(lambda good: {k: v for k, v in good.items() if k != name})
+    with pytest.raises(ValueError, match="shape"):
+        step_with(lambda good: {**good, name: jnp.concatenate([good[name], good[name]])})
+    if isinstance(env.roles[name].action_space, Discrete):
+        with pytest.raises(TypeError, match="integers"):
+            step_with(lambda good: {**good, name: good[name].astype(jnp.float32)})
 
 
 def test_observations_match_spaces(ro):
