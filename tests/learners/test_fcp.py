@@ -158,14 +158,24 @@ def test_config_errors_are_one_line(fields, match):
     assert "\n" not in str(e.value)
 
 
-def test_holdout_must_leave_a_pool(stage1):
-    _, s1, _ = stage1
+@pytest.fixture(scope="module")
+def stage1_init():
+    """Stage 1's population before training: what the checks of ``partners_from`` and
+    ``make_train`` read (the partners' count and parameter shapes), without ``stage1``'s
+    four updates (10-17 s)."""
+    env = jaxagents.make("coordination")
+    learner = fcp.make_train(fcp.FCPConfig(ppo=TINY_PPO, snapshots=SNAPS), env)
+    return env, jax.jit(Population(learner, 3).init)(jax.random.key(0))
+
+
+def test_holdout_must_leave_a_pool(stage1_init):
+    _, s1 = stage1_init
     with pytest.raises(ValueError, match="holdout=3 must leave partners"):
         fcp.partners_from(s1.members.extra.params, s1.members.params, lead=1, holdout=3)
 
 
-def test_partner_networks_must_match(stage1):
-    env, s1, _ = stage1
+def test_partner_networks_must_match(stage1_init):
+    env, s1 = stage1_init
     partners = fcp.partners_from(s1.members.extra.params, s1.members.params, lead=1, holdout=0)
     cfg = fcp.FCPConfig(ppo={**TINY_PPO, "network": {"hidden": [8]}}, partners="in-memory")
     with pytest.raises(ValueError, match="networks differ"):
@@ -209,8 +219,8 @@ def test_stage1_sharded_and_stage2_data_parallel_match_one_device():
     assert out["data_return_diff"] < 1e-4 and out["heldout_diff"] < 1e-4
 
 
-def test_without_heldout_partners_ppo_evaluates(stage1):
-    env, s1, _ = stage1
+def test_without_heldout_partners_ppo_evaluates(stage1_init):
+    env, s1 = stage1_init
     partners = fcp.partners_from(s1.members.extra.params, s1.members.params, lead=1, holdout=0)
     assert partners.heldout is None and jax.tree.leaves(partners.pool)[0].shape[0] == 3 * len(SNAPS)
     learner = fcp.make_train(fcp.FCPConfig(ppo=TINY_PPO, partners="in-memory"), env, partners=partners)
