@@ -31,7 +31,7 @@ def _fixed(params, logits):
 def pd():
     env = jaxagents.make("prisoners_dilemma")
     agents = Agents(env, NetworkConfig(hidden=(4,)))
-    p = agents.init(jax.random.key(0))
+    p = jax.jit(agents.init)(jax.random.key(0))  # one compile (eager init dispatches op by op: 3 s more)
     # cooperate always, defect always, uniform: both roles
     pols = [{r: _fixed(v, logits) for r, v in p.items()} for logits in ([30.0, -30.0], [-30.0, 30.0], [0.0, 0.0])]
     params = jax.tree.map(lambda *x: jnp.stack(x), *pols)
