@@ -569,6 +569,7 @@ def test_nonfinite_continuous_actions_are_refused_outside_jit():
     jax.jit(env.step)(jax.random.key(1), state, acts)  # under jit: not checked (documented in Env.step)
 
 
+@pytest.mark.slow  # (10-20 s: a fresh interpreter imports every environment; the default suite keeps its 10 minutes)
 def test_output_cut_short_is_quiet(tmp_path):
     """``jaxagents list | head``: the reader goes away; no "Broken pipe" noise."""
     import subprocess

@@ -107,6 +107,7 @@ def test_cli_bench_jaxmarl_adapter(capsys):
     assert "jaxmarl:MPE_simple_spread_v3" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # (7-14 s: the default suite keeps its 10 minutes; tests/test_bench.py runs pgx's side)
 def test_cli_bench_compare_pgx(capsys, tmp_path):
     pytest.importorskip("pgx")
     out_json = tmp_path / "c.json"

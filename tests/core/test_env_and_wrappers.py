@@ -182,6 +182,7 @@ def test_vecenv_keys_equal_vmapped_autoreset(key_kind, n):
     chex.assert_trees_all_equal((first_v, ts_v), (first_a, ts_a))
 
 
+@pytest.mark.slow  # (10-25 s: the default suite keeps its 10 minutes; VecEnv against vmap(AutoReset) stays, above and in tests/test_conformance.py)
 def test_reset_budget_never_changes_results():
     """Any reset budget, and resetting by selection (GPU's form), gives vmap(AutoReset)'s
     trajectory: one program steps VecEnvs with budgets 1, 3 and 8 (8 envs), one with

@@ -36,6 +36,9 @@ def pd_sweep():
     return train, state, metrics
 
 
+# the module's IPPO sweep (20-40 s to compile): with the slow checks, the default suite keeps its
+# 10 minutes (IPPO trains through the CLI there: tests/learners/test_train_by_name.py)
+@pytest.mark.slow
 def test_dominant_action_learned_and_lr_is_traced(pd_sweep):
     train, state, metrics = pd_sweep
     frozen = jax.tree.map(lambda x: x[0], state.params)
@@ -49,6 +52,7 @@ def test_dominant_action_learned_and_lr_is_traced(pd_sweep):
     assert metrics["env_steps"].shape == (2, 25) and int(metrics["env_steps"][1, -1]) == 32 * 4 * 25
 
 
+@pytest.mark.slow  # the module's IPPO sweep, as above
 def test_metrics_finite(pd_sweep):
     _, _, metrics = pd_sweep
     for k, v in metrics.items():

@@ -145,6 +145,9 @@ def pbt_run():
     return pop, state, rows
 
 
+# the module's population run (20-35 s to compile): with the slow checks, the default suite
+# keeps its 10 minutes (it checks exploit and explore as functions, above)
+@pytest.mark.slow
 def test_exploit_copies_parameters_and_optimiser_state_exactly(pbt_run):
     pop, state, rows = pbt_run
     assert not rows[0]["pbt/ready"].any() and rows[1]["pbt/ready"].all()
@@ -165,6 +168,7 @@ def test_exploit_copies_parameters_and_optimiser_state_exactly(pbt_run):
     assert np.all(np.isfinite(rows[1]["fitness"]))
 
 
+@pytest.mark.slow  # the module's population run, as above
 def test_population_members_follow_their_own_hparams(pbt_run):
     pop, state, rows = pbt_run
     lr0 = rows[0]["hparams/lr"]
