@@ -1,0 +1,235 @@
+"""Why the tiny language model of text Kuhn poker stays card-blind: two noise-free probes.
+
+Self-play of the from-scratch decoder (``baselines/configs/lm_selfplay_kuhn.yaml``)
+reaches exploitability 1/3 -- the same move probabilities for the Jack, the Queen and the
+King -- and stays there. Is that sampling noise, or can the model not find its card? Both
+probes use the model, tokenizer and prompts of that baseline (Kuhn's 12 information
+states rendered to the text the model reads, replies constrained to the legal moves) and
+no sampling at all:
+
+* ``supervised``: the constrained log-likelihood of a card-dependent strategy (bet or
+  call with the King, check or fold otherwise), full batch. Says how many Adam steps
+  the architecture needs to read its card when told exactly what to do.
+* ``selfplay``: the exact self-play policy gradient. The strategy table is read from the
+  model; each seat ascends its exact expected payoff against the other seat's stopped
+  strategy (``jaxagents.evaluation.exploitability.policy_value``), plus an optional
+  entropy bonus. This is the expected value of the learner's REINFORCE gradient with
+  the noise of sampled games removed.
+
+``--pretrain N`` first trains the model for ``N`` steps of next-token prediction on the
+game's own transcripts: both players' last observations of every deal and every betting
+sequence (40 texts), each ending with the showdown line that names both cards -- text in
+which predicting a card means reading it (a from-scratch stand-in for a pretrained
+model's reading).
+
+Each prints the exact exploitability (``selfplay``) or the target strategy's smallest
+probability (``supervised``) every ``--every`` steps and, with ``--json``, writes them.
+
+    python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 500
+    python experiments/lm_card_plateau.py selfplay --lr 1e-3 --lr-end 1e-4 --ent 0.02 --steps 600
+    python experiments/lm_card_plateau.py supervised --lr 1e-3 --steps 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxagents.core.registry import make
+from jaxagents.evaluation.exploitability import exploitability, policy_value
+from jaxagents.learners.language.config import ModelSpec
+from jaxagents.learners.language.policy import LanguagePolicy, reply_logprobs
+from jaxagents.lm.episode import Prompt, echo_slots, prompt_tokens, slot_width
+from jaxagents.lm.evaluate import exact_prompts
+from jaxagents.lm.model import init_params, logits_at
+
+KING = 2
+
+
+def kuhn():
+    """The baseline's game: one hand of text Kuhn poker paid in chips."""
+    return make("text_kuhn_poker", max_rounds=1, payoff="chips")
+
+
+def transcripts(env, policy, exact, max_new_tokens: int = 4, max_len: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids i32[T, L], length i32[T])``: both players' observations at the end of
+    every deal (``exact.deals``) and every betting sequence of a hand, replies echoed as
+    constrained replies are."""
+    tables = policy.tables[0]
+    choices, n = tables.choices, max_new_tokens
+    width = slot_width(tables, n)
+    said = jnp.pad(choices.ids, ((0, 0), (0, max(0, n - choices.ids.shape[1]))))[:, :n]
+    shape = (env.num_slots, len(env.piece_table.slot_variants))
+
+    def render(deal, history):
+        state, _ = env.reset_with_deals(deal)
+
+        def step(carry, move):
+            state, utt, utt_len = carry
+            go, m = (move >= 0) & ~state.done, jnp.maximum(move, 0)
+            slots, slot_len, _, _ = echo_slots(env, tables, said[m][None], (jnp.arange(n) < choices.length[m])[None],
+                                               width)
+            new, ts = env.step_move(jax.random.PRNGKey(0), state, m)
+            u, write = jnp.clip(ts.info["utterance"], 0, shape[0] - 1), go & (ts.info["utterance"] >= 0)
+            utt = jnp.where(write, utt.at[u].set(slots[0]), utt)
+            utt_len = jnp.where(write, utt_len.at[u].set(slot_len[0]), utt_len)
+            return (jax.tree_util.tree_map(lambda a, b: jnp.where(go, a, b), new, state), utt, utt_len), None
+
+        init = (state, jnp.zeros(shape + (width,), jnp.int32), jnp.zeros(shape, jnp.int32))
+        (state, utt, utt_len), _ = jax.lax.scan(step, init, history)
+        obs = env.observations(state)
+        both = [prompt_tokens(env, tables, Prompt(), obs[p], utt, utt_len, max_len) for p in range(2)]
+        return jnp.stack([b[0] for b in both]), jnp.stack([b[1] for b in both]), state.done
+
+    deals = np.unique(np.asarray(exact.deals), axis=0)
+    # check-check, check-bet-fold, check-bet-call, bet-fold, bet-call (move codes: check, bet, call, fold)
+    bets = np.array([[0, 0, -1], [0, 1, 3], [0, 1, 2], [1, 3, -1], [1, 2, -1]], np.int32)
+    ids, length, done = jax.device_get(jax.jit(jax.vmap(render))(
+        jnp.asarray(np.repeat(deals, len(bets), 0)), jnp.asarray(np.tile(bets, (len(deals), 1)))))
+    if not done.all():
+        raise RuntimeError("a betting sequence did not end the hand")
+    ids, length = ids.reshape(-1, ids.shape[-1]), length.reshape(-1)
+    return ids[:, : int(length.max())], length
+
+
+def kuhn_rows(max_new_tokens: int = 4, prompt_len: int = 320):
+    """The baseline's policy and one scoring row per (information state, legal move):
+    ``(policy, exact, turns, rows_s, rows_a)``, ``turns`` shaped as
+    ``reply_logprobs`` reads them (``K = 1``, ``B`` = rows)."""
+    env = kuhn()
+    policy = LanguagePolicy.build(ModelSpec(), [env])
+    exact, tables = env.exact_game(), policy.tables[0]
+    ids, length = exact_prompts(env, tables, exact, max_new_tokens=max_new_tokens, prompt_len=prompt_len)
+    num_states, num_moves = len(exact.names), tables.choices.ids.shape[0]
+    allowed = np.zeros((num_states, num_moves), bool)
+    for s in range(num_states):
+        allowed[s, exact.moves[s][exact.moves[s] >= 0]] = True
+    rows_s, rows_a = np.nonzero(exact.moves >= 0)
+    move = exact.moves[rows_s, rows_a]
+    reply = np.asarray(tables.choices.ids)[move]
+    width = reply.shape[1]
+    turns = types.SimpleNamespace(
+        prompt=jnp.asarray(ids[rows_s])[None], prompt_length=jnp.asarray(length[rows_s])[None],
+        tokens=jnp.asarray(reply)[None],
+        mask=jnp.asarray(np.arange(width)[None] < np.asarray(tables.choices.length)[move][:, None])[None],
+        allowed=jnp.asarray(allowed[rows_s])[None])
+    return policy, exact, turns, rows_s, rows_a
+
+
+def strategy(params, policy, exact, turns, rows_s, rows_a):
+    """``(table f32[S, A], entropy f32[])``: the constrained move probabilities at every
+    information state (differentiable) and the mean per-token entropy of the rows."""
+    logp, entropy = reply_logprobs(params, policy.cfg, turns, 1.0, policy.tables[0].choices)
+    table = jnp.zeros(exact.moves.shape).at[rows_s, rows_a].set(jnp.exp(logp.sum(1)))
+    return table, entropy.sum(1).mean()
+
+
+def card_target(exact, rows_s, rows_a) -> np.ndarray:
+    """``bool[rows]``: the rows of a card-dependent strategy -- the aggressive move (bet,
+    call: the tree's second action) with the King, the passive one otherwise."""
+    card = np.array([int(name[0]) for name in exact.names])
+    return (card[rows_s] == KING) == (rows_a == 1)
+
+
+def pretrain(params, policy, texts, steps: int, lr: float):
+    """``steps`` full-batch Adam steps of next-token prediction on ``texts`` (``(ids, length)``)."""
+    ids, length = jnp.asarray(texts[0]), jnp.asarray(texts[1])
+    t = ids.shape[1]
+    at = jnp.broadcast_to(jnp.arange(t - 1)[None], (ids.shape[0], t - 1))
+    real = jnp.arange(1, t)[None] < length[:, None]
+
+    def loss(p):
+        logp = jax.nn.log_softmax(logits_at(p, policy.cfg, ids, at), -1)
+        nll = -jnp.take_along_axis(logp, ids[:, 1:, None], -1)[..., 0]
+        return jnp.sum(nll * real) / jnp.sum(real)
+
+    opt = optax.adam(lr)
+
+    @jax.jit
+    def step(p, s):
+        value, grad = jax.value_and_grad(loss)(p)
+        updates, s = opt.update(grad, s, p)
+        return optax.apply_updates(p, updates), s, value
+
+    opt_state = opt.init(params)
+    for i in range(steps):
+        params, opt_state, value = step(params, opt_state)
+        if i % 50 == 0 or i == steps - 1:
+            print(f"pretrain {i:4d}  next-token loss {float(value):.3f}", flush=True)
+    return params
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("probe", choices=("supervised", "selfplay"))
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr-end", type=float, default=None, help="anneal the step linearly to this (default: constant)")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--ent", type=float, default=0.0, help="entropy bonus (selfplay)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pretrain", type=int, default=0, help="next-token steps on the game's transcripts first")
+    ap.add_argument("--every", type=int, default=10)
+    ap.add_argument("--json", help="write the curve here (a new file)")
+    args = ap.parse_args()
+    if args.json and os.path.exists(args.json):
+        raise SystemExit(f"--json {args.json!r} exists; name a new file")
+
+    policy, exact, turns, rows_s, rows_a = kuhn_rows()
+    tree = exact.tree
+    owner = jnp.asarray(np.asarray(tree.infostate_player))
+    target = jnp.asarray(card_target(exact, rows_s, rows_a))
+
+    def objective(params):
+        table, entropy = strategy(params, policy, exact, turns, rows_s, rows_a)
+        if args.probe == "supervised":
+            picked = jnp.where(target, jnp.log(table[rows_s, rows_a] + 1e-30), 0.0)
+            return picked.sum() / target.sum(), table
+        value = sum(policy_value(tree, jnp.where((owner == i)[:, None], table, jax.lax.stop_gradient(table)))[i]
+                    for i in range(2))
+        return value + args.ent * entropy, table
+
+    lr = args.lr if args.lr_end is None else optax.linear_schedule(args.lr, args.lr_end, args.steps)
+    opt = optax.adam(lr)
+
+    @jax.jit
+    def step(params, opt_state):
+        (_, table), grad = jax.value_and_grad(objective, has_aux=True)(params)
+        updates, opt_state = opt.update(jax.tree_util.tree_map(jnp.negative, grad), opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    table_of = jax.jit(lambda p: strategy(p, policy, exact, turns, rows_s, rows_a)[0])
+    measure = jax.jit(lambda t: exploitability(tree, t) if args.probe == "selfplay"
+                      else jnp.min(jnp.where(target, t[rows_s, rows_a], 1.0)))
+    params = init_params(policy.cfg, jax.random.PRNGKey(args.seed))
+    start = time.time()
+    if args.pretrain:
+        params = pretrain(params, policy, transcripts(kuhn(), policy, exact), args.pretrain, args.lr)
+    opt_state = opt.init(params)
+    curve = []
+    for i in range(args.steps + 1):
+        if i % args.every == 0 or i == args.steps:
+            table = table_of(params)
+            curve.append((i, float(measure(table))))
+            print(f"step {i:4d}  {'exploitability' if args.probe == 'selfplay' else 'min target prob'} "
+                  f"{curve[-1][1]:.4f}  {time.time() - start:.0f}s", flush=True)
+        if i < args.steps:
+            params, opt_state = step(params, opt_state)
+    np.set_printoptions(precision=2, suppress=True)
+    print("final strategy (rows:", ", ".join(exact.names), ")\n", np.asarray(table))
+    if args.json:
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"probe": args.probe, "pretrain": args.pretrain, "lr": args.lr, "lr_end": args.lr_end, "ent": args.ent, "seed": args.seed, "curve": curve}, f)
+        os.replace(tmp, args.json)
+
+
+if __name__ == "__main__":
+    main()
