@@ -18,7 +18,7 @@ no sampling at all:
 
 ``--pretrain N`` first trains the model for ``N`` steps of next-token prediction on the
 game's own transcripts: both players' last observations of every deal and every betting
-sequence (40 texts), each ending with the showdown line that names both cards -- text in
+sequence (60 texts), each ending with the showdown line that names both cards -- text in
 which predicting a card means reading it (a from-scratch stand-in for a pretrained
 model's reading).
 
@@ -61,7 +61,7 @@ def kuhn():
 
 def transcripts(env, policy, exact, max_new_tokens: int = 4, max_len: int = 400) -> tuple[np.ndarray, np.ndarray]:
     """``(ids i32[T, L], length i32[T])``: both players' observations at the end of
-    every deal (``exact.deals``) and every betting sequence of a hand, replies echoed as
+    every deal and every betting sequence of a hand (``T = 2 * 6 * 5``), replies echoed as
     constrained replies are."""
     tables = policy.tables[0]
     choices, n = tables.choices, max_new_tokens
@@ -89,7 +89,8 @@ def transcripts(env, policy, exact, max_new_tokens: int = 4, max_len: int = 400)
         both = [prompt_tokens(env, tables, Prompt(), obs[p], utt, utt_len, max_len) for p in range(2)]
         return jnp.stack([b[0] for b in both]), jnp.stack([b[1] for b in both]), state.done
 
-    deals = np.unique(np.asarray(exact.deals), axis=0)
+    # every deal of one hand: the two seats' cards, distinct (0 = J, 1 = Q, 2 = K)
+    deals = np.array([[[a, b]] for a in range(3) for b in range(3) if a != b], np.int32)
     # check-check, check-bet-fold, check-bet-call, bet-fold, bet-call (move codes: check, bet, call, fold)
     bets = np.array([[0, 0, -1], [0, 1, 3], [0, 1, 2], [1, 3, -1], [1, 2, -1]], np.int32)
     ids, length, done = jax.device_get(jax.jit(jax.vmap(render))(

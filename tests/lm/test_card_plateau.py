@@ -1,0 +1,47 @@
+"""experiments/lm_card_plateau.py: its differentiable strategy table is the exact
+evaluator's, its card-dependent target and its transcripts are what they claim."""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxagents.lm.evaluate import make_exact_evaluator
+from jaxagents.lm.generate import Sampling
+from jaxagents.lm.model import init_params
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def probe(experiment_script):
+    script = experiment_script("lm_card_plateau")
+    return script, script.kuhn_rows()
+
+
+def test_the_probe_strategy_is_the_exact_evaluators(probe):
+    script, (policy, exact, turns, rows_s, rows_a) = probe
+    params = init_params(policy.cfg, jax.random.PRNGKey(3))
+    table, entropy = jax.jit(lambda p: script.strategy(p, policy, exact, turns, rows_s, rows_a))(params)
+    evaluator = make_exact_evaluator(policy.cfg, script.kuhn(), policy.tables[0], sampling=Sampling(4),
+                                     exact=exact, prompt_len=320)
+    np.testing.assert_allclose(np.asarray(table), np.asarray(evaluator(params)["table"]), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(table).sum(1), 1.0, atol=1e-5)
+    assert float(entropy) > 0
+
+
+def test_the_target_is_aggressive_with_the_king_only(probe):
+    script, (_, exact, _, rows_s, rows_a) = probe
+    target = script.card_target(exact, rows_s, rows_a)
+    card = np.array([int(n[0]) for n in exact.names])[rows_s]
+    assert target.sum() == len(exact.names)  # one target move per information state
+    assert np.all(rows_a[target & (card == 2)] == 1) and np.all(rows_a[target & (card < 2)] == 0)
+
+
+def test_every_transcript_ends_with_the_showdown_or_a_fold(probe):
+    script, (policy, exact, *_) = probe
+    ids, length = script.transcripts(script.kuhn(), policy, exact)
+    assert ids.shape[0] == 2 * 6 * 5  # two seats, six deals, five betting sequences
+    texts = [policy.tokenizer.decode(ids[i, : length[i]].tolist()) for i in range(ids.shape[0])]
+    showdowns = sum("Showdown" in t for t in texts)
+    assert showdowns == 2 * 6 * 3  # check-check, check-bet-call, bet-call reach a showdown
+    assert all("Your card is" in t for t in texts)
