@@ -148,6 +148,7 @@ def test_error_allowance(jitted):
         TextKuhnPoker(error_allowance=-1)
 
 
+@pytest.mark.slow  # (10-20 s: the default suite keeps its 10 minutes; step_move runs by default in test_chips_payoff_is_kuhn_pokers)
 def test_step_move_is_step_with_the_parsed_reply(jitted):
     """The language-model path: parse the reply's bytes, step with the move; the same
     game as the action index, with the utterance kept outside (-1 in the observation)."""

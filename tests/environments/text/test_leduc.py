@@ -107,10 +107,12 @@ def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, excused, every=10)
 
 
+# under -m slow (the default suite checks Kuhn's, 10-25 s)
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.heavy), 5])
-@pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
-    """Every fifth recorded observation by default, all of them with ``-m slow``."""
+    """Every fifth recorded observation (``-m slow``), every one with ``-m heavy``."""
     excused = parity.uses(env, parity.excused_gpt2(env)) if kind == "gpt2" else (lambda o: False)
     exact = parity.check_tokenize(env, replayed, tokenizers[kind], excused, every=every)
     assert exact > 0.8 * sum(replayed.steps) / every

@@ -154,9 +154,11 @@ def test_piece_boundaries_are_pretoken_splits(env, replayed, tokenizers, kind):
     parity.check_pretokens(env, replayed, tokenizers[kind], kind, _excused(env, kind), every=5)
 
 
+# under -m slow (the default suite checks Kuhn's, 10-20 s)
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.heavy), 3])
-@pytest.mark.parametrize("kind", ["gpt2", pytest.param("qwen2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
 def test_tokenize_equals_whole_string_encoding(env, replayed, tokenizers, kind, every):
-    """Every third recorded observation by default, all of them with ``-m slow``."""
+    """Every third recorded observation (``-m slow``), every one with ``-m heavy``."""
     exact = parity.check_tokenize(env, replayed, tokenizers[kind], _excused(env, kind), every=every)
     assert exact > 0.8 * sum(replayed.steps) / every
