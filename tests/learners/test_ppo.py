@@ -100,11 +100,17 @@ def test_variants_run(variant):
         make_train(cfg.replace(bootstrap_truncated=True), env)
 
 
-def test_inactive_samples_do_not_reach_the_loss():
-    env = jaxagents.make("matching_pennies")
+@pytest.fixture(scope="module")
+def pennies():
+    """A tiny IPPO learner on matching pennies and its row network's initial parameters,
+    shared by the loss checks below (compiling the network's init takes 5-10 s)."""
     cfg = PPOConfig(num_envs=2, num_steps=2, total_timesteps=4)
-    train = make_train(cfg, env)
-    params = jax.jit(train.agents.init)(jax.random.key(0))["row"]  # one compile (eager init dispatches op by op)
+    train = make_train(cfg, jaxagents.make("matching_pennies"))
+    return cfg, train, jax.jit(train.agents.init)(jax.random.key(0))["row"]  # one compile (eager init dispatches op by op)
+
+
+def test_inactive_samples_do_not_reach_the_loss(pennies):
+    cfg, train, params = pennies
     k = jax.random.split(jax.random.key(1), 4)
     shape = (1, 6, 1)
     w = jnp.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0]).reshape(shape)
@@ -236,11 +242,8 @@ def test_role_promises_drop_weights_and_masks_but_not_results(monkeypatch):
     assert seen[-1] == {"row": (True, False), "column": (True, False)}
 
 
-def test_unweighted_loss_equals_the_all_ones_weighted_loss():
-    env = jaxagents.make("matching_pennies")
-    cfg = PPOConfig(num_envs=2, num_steps=2, total_timesteps=4)
-    train = make_train(cfg, env)
-    params = jax.jit(train.agents.init)(jax.random.key(0))["row"]
+def test_unweighted_loss_equals_the_all_ones_weighted_loss(pennies):
+    cfg, train, params = pennies
     k = jax.random.split(jax.random.key(2), 4)
     shape = (1, 6, 1)
     b = Batch(
