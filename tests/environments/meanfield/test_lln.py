@@ -66,6 +66,9 @@ def check_scaling(errors_by_n: dict, c: float):
     assert small / large > expected / 3, f"error shrank by {small / large:.2f} only (1/sqrt(N) predicts {expected:.1f})"
 
 
+# the default suite checks the epidemic (interacting agents); the crowds and the opinions
+# run with the slow checks (10-15 s each: the default suite keeps its 10 minutes)
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [dict(dims=1), dict(dims=2, layout="four_rooms")], ids=["1d", "four_rooms"])
 def test_crowd_agents_converge_to_distribution(kwargs):
     sizes = (250, 4000, 64000)
@@ -102,6 +105,7 @@ def test_epidemic_agents_converge_to_distribution():
     _interacting(lambda n: Epidemic(num_agents=n, model="seir", horizon=12), params, (1000, 64000), c=6.0, seed=1)
 
 
+@pytest.mark.slow  # (as the crowds, above)
 def test_opinion_agents_converge_to_distribution():
     def params(env):
         p = env.default_params()

@@ -273,7 +273,8 @@ def _random_problems(rng, n, count):
     return out
 
 
-@pytest.mark.parametrize("n", [3, 4])
+# three robots by default, four with the slow checks (10-15 s each: the default suite keeps its 10 minutes)
+@pytest.mark.parametrize("n", [3, pytest.param(4, marks=pytest.mark.slow)])
 def test_filter_runs_the_dual_iterations_of_the_spec(n):
     """The filter's 20 steps (complex-packed, pipelined, stopping at an exact fixed point)
     against the same 20 steps in float64: the same commands to 2e-5 m/s and the same
