@@ -135,15 +135,16 @@ HEAVY_IDS = {
     "macro", "taxation", "market", "gtb", "econgym", "econgym_task",  # their own jit/vmap rollouts (over params too): tests/environments/economy
     "text_leduc_poker", "text_negotiation", "text_connect_four",  # base.TextGame, as text_kuhn_poker; vmapped replays in tests/environments/text
 }
-# The compiled contract runs by default on one or a few ids per family (the matrix game,
-# Kuhn poker, tic-tac-toe and Connect Four, the text games' base class on text Kuhn,
+# The compiled contract runs by default on one id per family (the matrix game on the
+# prisoner's dilemma, the games on tic-tac-toe, the text games' base class on text Kuhn,
 # the robot arena on navigation, the grid robots on rware, the mean-field games on the
 # epidemic); these further ids of the same families run it with `pytest -m slow`
 # (10-20 s of compiling each: the default suite keeps its 10 minutes). Every id,
 # these and the heavy ones included, is traced by the default suite's
 # test_contract_traced below.
 SLOW_IDS = {
-    "leduc_poker", "negotiation", "hanabi", "overcooked",  # games: their own jitted rules and parity tests (tests/environments/games)
+    "kuhn_poker",  # VecEnv against vmap(AutoReset) on Kuhn by default in tests/core/test_env_and_wrappers.py
+    "connect_four", "leduc_poker", "negotiation", "hanabi", "overcooked",  # games: their own jitted rules and parity tests (tests/environments/games)
     "text_tic_tac_toe",  # base.TextGame, as text_kuhn_poker
     "robots_discovery",  # the robot arena, as robots_navigation
     "lbf",  # grid robots, as rware; jitted step for step against lbforaging in tests/environments/robots
