@@ -37,6 +37,7 @@ def test_recording_is_of_this_table_and_version(env, data):
     assert len(data["games"]) >= 1000
 
 
+@pytest.mark.slow  # (this module's compiles: text Kuhn poker, tic-tac-toe and negotiation replay theirs by default)
 def test_replay_matches_textarena(env, replayed):
     n, diffs = parity.differences(env, replayed)
     assert n > 18000 and not diffs, f"{len(diffs)} differences in {n} steps:\n" + "\n".join(diffs)

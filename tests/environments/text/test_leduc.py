@@ -41,6 +41,10 @@ def test_recording_is_of_this_table_and_version(env, data):
     assert data["hash_seed"] == "0" and tuple(map(tuple, data["set_orders"])) == SET_ORDERS == env.set_orders
 
 
+# the recording's replay (its compile, 10-30 s) and the checks that read it run with the
+# slow ones: the default suite keeps its 10 minutes (text Kuhn poker, tic-tac-toe and
+# negotiation replay theirs by default; text_leduc_poker is traced by tests/test_conformance.py)
+@pytest.mark.slow
 def test_replay_matches_textarena(env, replayed):
     n, diffs = parity.differences(env, replayed)
     assert n > 19000 and not diffs, f"{len(diffs)} differences in {n} steps:\n" + "\n".join(diffs)
@@ -59,6 +63,7 @@ def test_replay_with_busts_matches_textarena():
     assert busts > 50
 
 
+@pytest.mark.slow  # the replay, as above
 def test_games_cover_the_rules(replayed):
     texts = [t for game in replayed.texts for t in game]
     for needle in ("Exact tie.", "folds.Current banks", "Showdown - Player 1 wins.", "raises 4.", "calls 12.",
@@ -71,6 +76,7 @@ def test_games_cover_the_rules(replayed):
     assert {tuple(r["rewards"]) for r in replayed.records} == {(1, -1), (-1, 1), (0, 0)}
 
 
+@pytest.mark.slow  # the replay, as above
 def test_capacity_is_never_reached(env, replayed):
     assert replayed.count.max() + 8 <= env.capacity
 
