@@ -50,6 +50,8 @@ from jaxagents.learners.language.policy import LanguagePolicy, reply_logprobs
 from jaxagents.lm.episode import Prompt, echo_slots, prompt_tokens, slot_width
 from jaxagents.lm.evaluate import exact_prompts
 from jaxagents.lm.model import init_params, logits_at
+from jaxagents.outputs import check_outputs
+from jaxagents.tracking import atomic_write
 
 KING = 2
 
@@ -179,7 +181,7 @@ def main():
     ap.add_argument("--pretrain", type=int, default=0, help="next-token steps on the game's transcripts first")
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--json", help="write the curve here (a new file)")
-    args = ap.parse_args()
+    args = check_outputs(ap.parse_args())
     if args.json and os.path.exists(args.json):
         raise SystemExit(f"--json {args.json!r} exists; name a new file")
 
@@ -226,10 +228,9 @@ def main():
     np.set_printoptions(precision=2, suppress=True)
     print("final strategy (rows:", ", ".join(exact.names), ")\n", np.asarray(table))
     if args.json:
-        tmp = args.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"probe": args.probe, "pretrain": args.pretrain, "lr": args.lr, "lr_end": args.lr_end, "ent": args.ent, "seed": args.seed, "curve": curve}, f)
-        os.replace(tmp, args.json)
+        atomic_write(args.json, json.dumps({"probe": args.probe, "pretrain": args.pretrain, "lr": args.lr,
+                                            "lr_end": args.lr_end, "ent": args.ent, "seed": args.seed,
+                                            "curve": curve}))
 
 
 if __name__ == "__main__":
