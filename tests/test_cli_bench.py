@@ -101,6 +101,7 @@ def test_compare_with_jaxmarl():
     assert "ratio jaxagents / JaxMARL" in res.table()
 
 
+@pytest.mark.slow  # (6-12 s: the default suite keeps its 10 minutes; tests/test_bench.py and tests/compat run JaxMARL's side and the adapter)
 def test_cli_bench_jaxmarl_adapter(capsys):
     pytest.importorskip("jaxmarl")
     assert main(["bench", "jaxmarl:MPE_simple_spread_v3", "--num-envs", "2", "--steps", "3", "--repeats", "1"]) == 0

@@ -45,7 +45,8 @@ def _episode(data, name):
     return {k[len(pre):]: v for k, v in data.items() if k.startswith(pre)}
 
 
-@pytest.fixture(scope="module", params=EPISODES)
+# the 4-citizen episodes by default; the 8-citizen one (its own compile, 8-15 s) with the slow checks
+@pytest.fixture(scope="module", params=[pytest.param(e, marks=pytest.mark.slow) if e == "notax8" else e for e in EPISODES])
 def replay(request, data):
     e = _episode(data, request.param)
     cfg = json.loads(str(e["config_json"]))

@@ -196,7 +196,8 @@ def test_random_legal_games_match_openspiel(legal_games):
     assert (rewards[..., 0] == 1).any() and (rewards[..., 1] == 1).any()
 
 
-@pytest.mark.parametrize("rows, cols", [(4, 9), (8, 4)])
+# one more board by default, the other with the slow checks (6-12 s each: the default suite keeps its 10 minutes)
+@pytest.mark.parametrize("rows, cols", [pytest.param(4, 9, marks=pytest.mark.slow), (8, 4)])
 def test_other_board_sizes_match_openspiel(rows, cols):
     env = ConnectFour(num_rows=rows, num_cols=cols)
     assert env.roles["first"].action_space.n == cols
