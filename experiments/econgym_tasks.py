@@ -8,7 +8,9 @@ policies and the same economies with EconGym's rule in the learners' place
 ``EconGymTask.rule_env()``, which for ``optimal_tax`` and ``consumption_tax`` has EconGym's
 Saez government), and score both with the task's metric (``tasks.METRICS``: mean GDP growth,
 mean household utility, the end-of-episode Gini or pension fund, the mean distance of
-inflation from 2%). Learned policies act by sampling, as in training.
+inflation from 2%). Learned policies act by sampling, as in training. Beside the mean GDP
+growth, the geometric mean growth ``(GDP_T / GDP_0)^(1/T) - 1``: a policy that crashes the
+economy and lets it rebound inflates the task's arithmetic mean of yearly ratios, not it.
 
     python experiments/econgym_tasks.py --out docs/figures/econgym_tasks.json
     python experiments/econgym_tasks.py --tasks optimal_tax,pension_gap --seeds 2
@@ -16,7 +18,8 @@ inflation from 2%). Learned policies act by sampling, as in training.
     python experiments/econgym_tasks.py --tasks monopoly --out R.json --update  # redo one task's entry
 
 Other ``key=value`` arguments override every task's config (e.g. ``train.total_timesteps=80000``).
-Writes nothing before the arguments are checked; the JSON is written atomically.
+Writes nothing before the arguments are checked; the JSON is written atomically after every
+task, so a run stopped part-way keeps the tasks it finished (``--update --tasks`` adds the rest).
 """
 
 from __future__ import annotations
@@ -74,6 +77,23 @@ def train(config):
     return learner, states, jax.device_get(metrics)
 
 
+def episode_scores(values, played, how: str):
+    """``(score f32[E], geometric f32[E])`` of ``E`` episodes from a metric's yearly
+    values ``f32[T, E]`` and the years played ``bool[T, E]``: the task's score (``how``:
+    the last year's value, the mean, or the mean distance from 2%) and, reading the
+    values as growth rates, their geometric mean ``exp(mean log(1 + g)) - 1 = (GDP_T /
+    GDP_0)^(1/T) - 1``, which a collapse followed by a rebound cannot inflate (the
+    arithmetic mean of yearly ratios it can: 0.001 of GDP and back is a growth of 999)."""
+    years = jnp.sum(played, axis=0)
+    if how == "last":
+        score = values[years - 1, jnp.arange(values.shape[1])]
+    else:
+        v = jnp.abs(values - 0.02) if how == "abs_gap" else values
+        score = jnp.sum(jnp.where(played, v, 0.0), axis=0) / years
+    log_growth = jnp.log(jnp.maximum(1.0 + values, 1e-30))
+    return score, jnp.expm1(jnp.sum(jnp.where(played, log_growth, 0.0), axis=0) / years)
+
+
 def make_scorer(learner, metric: str, episodes: int):
     """``score(policy, key) -> (learned, rule)``: the task metric of ``episodes``
     economies played by the learned policies and by the rules, from the same keys."""
@@ -106,13 +126,8 @@ def make_scorer(learner, metric: str, episodes: int):
         _, (values, alive) = jax.lax.scan(body, (state, ts, alive0), jax.random.split(k_run, horizon))
         # years played: up to and including the one that ended the episode
         played = jnp.concatenate([jnp.ones((1, episodes), bool), alive[:-1]], axis=0)
-        if how == "last":
-            last = jnp.sum(played, axis=0) - 1
-            per_episode = values[last, jnp.arange(episodes)]
-        else:
-            v = jnp.abs(values - 0.02) if how == "abs_gap" else values
-            per_episode = jnp.sum(jnp.where(played, v, 0.0), axis=0) / jnp.sum(played, axis=0)
-        return jnp.mean(per_episode), jnp.mean(jnp.sum(played, axis=0))
+        per_episode, geometric = episode_scores(values, played, how)
+        return jnp.mean(per_episode), jnp.mean(jnp.sum(played, axis=0)), jnp.mean(geometric)
 
     def score(policy, key):
         return play(policy, key, False), play(policy, key, True)
@@ -124,12 +139,21 @@ def markdown(path: str) -> None:
     """The results page's task table from a JSON this script wrote."""
     with open(path) as f:
         results = json.load(f)
-    print("| task | learns | metric | learned | rule | better | years (learned / rule) |")
-    print("|---|---|---|---:|---:|---|---|")
+    seeds = results["seeds"]
+    print(f"| task | learns | households | years played (learned / rule) | metric | learned | rule | "
+          f"learned better (of {seeds} seeds) | geometric GDP growth, learned / rule |")
+    print("|---|---|---|---|---|---:|---:|---:|---|")
     for task, r in results["tasks"].items():
-        print(f"| `{task}` | {', '.join(r['learn'])} | {r['metric']} | {np.mean(r['learned']):.4g} | "
-              f"{np.mean(r['rule']):.4g} | {'learned' if r['learned_beats_rule'] else '**rule**'} | "
-              f"{r['years_learned']:.0f} / {r['years_rule']:.0f} |")
+        learned, rule = np.asarray(r["learned"]), np.asarray(r["rule"])
+        lower_better = r["metric"] in ("wealth_gini", "income_gini", "inflation_gap")
+        wins = int(np.sum(learned < rule if lower_better else learned > rule))
+        span = (lambda v: f"{np.mean(v):.4g}" + (f" [{v.min():.4g}, {v.max():.4g}]" if len(v) > 1 else ""))
+        years = f"{r['years_learned']:.0f} / {r['years_rule']:.0f}" + (f" of {r['horizon']}" if "horizon" in r else "")
+        print(f"| `{task}` | {', '.join(r['learn'])} | {r['households']:,} {r.get('households_policy', '')} | "
+              f"{years} | {r['metric']} | {span(learned)} | {span(rule)} | "
+              f"{'**' if wins * 2 <= len(learned) else ''}{wins}{'**' if wins * 2 <= len(learned) else ''} | "
+              + (f"{span(np.asarray(r['geometric_learned']))} / {span(np.asarray(r['geometric_rule']))} |"
+                 if "geometric_learned" in r else "|"))
 
 
 def main():
@@ -154,7 +178,7 @@ def main():
         metric = TASKS[task].metric
         scorer = jax.jit(jax.vmap(make_scorer(learner, metric, a.episodes)))
         keys = jax.random.split(jax.random.key(777), a.seeds)
-        (learned, years_l), (rule, years_r) = jax.device_get(scorer(states.params, keys))
+        (learned, years_l, geo_l), (rule, years_r, geo_r) = jax.device_get(scorer(states.params, keys))
         returns = {k[len("episode_return/"):]: np.asarray(v).mean(1)[[0, -1]].tolist()
                    for k, v in metrics.items() if k.startswith("episode_return/")}
         lower_better = metric in ("wealth_gini", "income_gini", "inflation_gap")
@@ -163,16 +187,21 @@ def main():
             metric=metric, learned=np.asarray(learned).tolist(), rule=np.asarray(rule).tolist(),
             years_learned=float(np.mean(years_l)), years_rule=float(np.mean(years_r)),
             learned_beats_rule=bool(better), returns_first_last=returns, learn=list(TASKS[task].learn),
+            **(dict(geometric_learned=np.asarray(geo_l).tolist(), geometric_rule=np.asarray(geo_r).tolist())
+               if metric == "gdp_growth" else {}),
             households=int(config["env"]["kwargs"]["num_households"]), updates=int(learner.num_updates),
+            horizon=int(learner.env_params.horizon),
+            # what the households that do not learn did: EconGym's behaviour-cloned networks or its rule
+            households_policy="learn" if "household" in TASKS[task].learn else learner.env.households_policy,
             seconds=time.perf_counter() - t0,
         )
         log(f"{task:28s} {metric:13s} learned {np.mean(learned):11.4g}  rule {np.mean(rule):11.4g}  "
             f"{'learned' if better else 'rule'} better  years {np.mean(years_l):.0f}/{np.mean(years_r):.0f}  "
             f"({time.perf_counter() - t0:.0f} s)")
-    results["minutes"] = sum(r["seconds"] for r in results["tasks"].values()) / 60  # training and scoring
-    results["machine"] = f"{jax.devices()[0].device_kind}, jax {jax.__version__}"
-    if a.out:
-        atomic_write(a.out, json.dumps(results, indent=1))
+        results["minutes"] = sum(r["seconds"] for r in results["tasks"].values()) / 60  # training and scoring
+        results["machine"] = f"{jax.devices()[0].device_kind}, jax {jax.__version__}"
+        if a.out:  # after every task: a run stopped part-way keeps what it finished (--update adds the rest)
+            atomic_write(a.out, json.dumps(results, indent=1))
     log(f"total {results['minutes']:.1f} min")
 
 

@@ -16,6 +16,11 @@ no sampling at all:
   entropy bonus. This is the expected value of the learner's REINFORCE gradient with
   the noise of sampled games removed.
 
+``--average K`` (``selfplay``) also keeps two averages of the iterates from step ``K``
+on and reports their exploitability: the uniform average of the model's parameters (a
+Polyak average, what a learner would deploy) and the average strategy (the mixture of
+the iterates' strategies, ``mixture_policy``: what no-regret dynamics converge in).
+
 ``--pretrain N`` first trains the model for ``N`` steps of next-token prediction on the
 game's own transcripts: both players' last observations of every deal and every betting
 sequence (60 texts), each ending with the showdown line that names both cards -- text in
@@ -27,6 +32,7 @@ probability (``supervised``) every ``--every`` steps and, with ``--json``, write
 
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 500
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --lr-end 1e-4 --ent 0.02 --steps 600
+    python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 600 --average 150
     python experiments/lm_card_plateau.py supervised --lr 1e-3 --steps 100
 """
 
@@ -44,7 +50,7 @@ import numpy as np
 import optax
 
 from jaxagents.core.registry import make
-from jaxagents.evaluation.exploitability import exploitability, policy_value
+from jaxagents.evaluation.exploitability import exploitability, normalize_policy, own_reach, policy_value
 from jaxagents.learners.language.config import ModelSpec
 from jaxagents.learners.language.policy import LanguagePolicy, reply_logprobs
 from jaxagents.lm.episode import Prompt, echo_slots, prompt_tokens, slot_width
@@ -142,6 +148,26 @@ def card_target(exact, rows_s, rows_a) -> np.ndarray:
     return (card[rows_s] == KING) == (rows_a == 1)
 
 
+@jax.jit
+def accumulate(tree, avg, params, table, n):
+    """Adds the ``n``-th iterate (its parameters and strategy table ``f32[S, A]``) to
+    ``avg = (parameter mean, num f32[S, A], den f32[S])``: the running mean of the
+    parameters, and the sums ``sum_t x_t(I) pi_t(a|I)`` and ``sum_t x_t(I)`` (``x`` the
+    owner's own reach) whose ratio is the average strategy."""
+    mean, num, den = avg
+    sigma = normalize_policy(tree, table)
+    x = own_reach(tree, sigma)
+    mean = jax.tree_util.tree_map(lambda m, p: m + (p - m) / n, mean, params)
+    return mean, num + x[:, None] * sigma, den + x
+
+
+def average_strategy(tree, avg):
+    """``f32[S, A]``: the behavioural strategy of the uniform mixture of the iterates
+    ``accumulate`` added (``mixture_policy``'s, computed from running sums)."""
+    _, num, den = avg
+    return normalize_policy(tree, num / jnp.maximum(den, 1e-30)[:, None])
+
+
 def pretrain(params, policy, texts, steps: int, lr: float):
     """``steps`` full-batch Adam steps of next-token prediction on ``texts`` (``(ids, length)``)."""
     ids, length = jnp.asarray(texts[0]), jnp.asarray(texts[1])
@@ -179,9 +205,13 @@ def main():
     ap.add_argument("--ent", type=float, default=0.0, help="entropy bonus (selfplay)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pretrain", type=int, default=0, help="next-token steps on the game's transcripts first")
+    ap.add_argument("--average", type=int, default=None, metavar="K",
+                    help="selfplay: also report the parameter average and the average strategy of steps K on")
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--json", help="write the curve here (a new file)")
     args = check_outputs(ap.parse_args())
+    if args.average is not None and (args.probe != "selfplay" or not 0 <= args.average < args.steps):
+        raise SystemExit(f"--average must be a step in [0, --steps) of the selfplay probe, got {args.average}")
     if args.json and os.path.exists(args.json):
         raise SystemExit(f"--json {args.json!r} exists; name a new file")
 
@@ -216,13 +246,24 @@ def main():
     if args.pretrain:
         params = pretrain(params, policy, transcripts(kuhn(), policy, exact), args.pretrain, args.lr)
     opt_state = opt.init(params)
-    curve = []
+
+    avg, n_avg = None, 0
+    curve, averaged = [], []
     for i in range(args.steps + 1):
+        if args.average is not None and i >= args.average:
+            if avg is None:
+                avg = (params, jnp.zeros(exact.moves.shape), jnp.zeros(exact.moves.shape[0]))
+            n_avg += 1
+            avg = accumulate(tree, avg, params, table_of(params), n_avg)
         if i % args.every == 0 or i == args.steps:
             table = table_of(params)
             curve.append((i, float(measure(table))))
-            print(f"step {i:4d}  {'exploitability' if args.probe == 'selfplay' else 'min target prob'} "
-                  f"{curve[-1][1]:.4f}  {time.time() - start:.0f}s", flush=True)
+            line = (f"step {i:4d}  {'exploitability' if args.probe == 'selfplay' else 'min target prob'} "
+                    f"{curve[-1][1]:.4f}")
+            if avg is not None:
+                averaged.append((i, float(measure(table_of(avg[0]))), float(measure(average_strategy(tree, avg)))))
+                line += f"  parameter average {averaged[-1][1]:.4f}  average strategy {averaged[-1][2]:.4f}"
+            print(f"{line}  {time.time() - start:.0f}s", flush=True)
         if i < args.steps:
             params, opt_state = step(params, opt_state)
     np.set_printoptions(precision=2, suppress=True)
@@ -230,7 +271,8 @@ def main():
     if args.json:
         atomic_write(args.json, json.dumps({"probe": args.probe, "pretrain": args.pretrain, "lr": args.lr,
                                             "lr_end": args.lr_end, "ent": args.ent, "seed": args.seed,
-                                            "curve": curve}))
+                                            "curve": curve, "average_from": args.average,
+                                            "averaged": averaged}))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """experiments/lm_card_plateau.py: its differentiable strategy table is the exact
-evaluator's, its card-dependent target and its transcripts are what they claim."""
+evaluator's, its card-dependent target, its transcripts and its running averages are
+what they claim."""
 
 import jax
 import numpy as np
@@ -45,3 +46,22 @@ def test_every_transcript_ends_with_the_showdown_or_a_fold(probe):
     showdowns = sum("Showdown" in t for t in texts)
     assert showdowns == 2 * 6 * 3  # check-check, check-bet-call, bet-call reach a showdown
     assert all("Your card is" in t for t in texts)
+
+
+def test_the_running_averages_are_the_mean_parameters_and_the_mixture(probe):
+    from jaxagents.evaluation.exploitability import mixture_policy
+
+    script, (_, exact, *_) = probe
+    tree, rng = exact.tree, np.random.default_rng(0)
+    legal = exact.moves >= 0
+    tables = [np.where(legal, rng.uniform(0.05, 1.0, legal.shape), 0.0) for _ in range(3)]
+    tables = [t / t.sum(1, keepdims=True) for t in tables]
+    params = [{"w": np.full(2, float(k))} for k in range(3)]
+    avg = (params[0], np.zeros(legal.shape), np.zeros(legal.shape[0]))
+    for n, (p, t) in enumerate(zip(params, tables), start=1):
+        avg = script.accumulate(tree, avg, p, t, n)
+    np.testing.assert_allclose(np.asarray(avg[0]["w"]), 1.0, atol=1e-6)  # mean of 0, 1, 2
+    np.testing.assert_allclose(np.asarray(script.average_strategy(tree, avg)),
+                               np.asarray(mixture_policy(tree, np.stack(tables))), atol=1e-5)
+    # weighted by own reach: not the plain mean of the tables where an earlier own move leads
+    assert not np.allclose(np.asarray(script.average_strategy(tree, avg)), np.mean(tables, 0), atol=1e-3)
