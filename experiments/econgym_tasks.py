@@ -12,9 +12,9 @@ inflation from 2%). Learned policies act by sampling, as in training. Beside the
 growth, the geometric mean growth ``(GDP_T / GDP_0)^(1/T) - 1``: a policy that crashes the
 economy and lets it rebound inflates the task's arithmetic mean of yearly ratios, not it.
 
-    python experiments/econgym_tasks.py --out docs/figures/econgym_tasks.json
+    python experiments/econgym_tasks.py --seeds 3 --out docs/figures/econgym_tasks_episode.json "env.kwargs.horizon=null"
     python experiments/econgym_tasks.py --tasks optimal_tax,pension_gap --seeds 2
-    python experiments/econgym_tasks.py --markdown docs/figures/econgym_tasks.json  # the results table
+    python experiments/econgym_tasks.py --markdown docs/figures/econgym_tasks_episode.json  # the results table
     python experiments/econgym_tasks.py --tasks monopoly --out R.json --update  # redo one task's entry
 
 Other ``key=value`` arguments override every task's config (e.g. ``train.total_timesteps=80000``).
