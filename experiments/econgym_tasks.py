@@ -5,7 +5,7 @@ For each task (``baselines/configs/econ/<task>.yaml``,
 role follows EconGym's rule), then play ``--episodes`` fresh economies with the learned
 policies and the same economies with EconGym's rule in the learners' place
 (``EconGymTask.rule_actions``: same reset keys, same shocks; in the economy of
-``EconGymTask.rule_env()``, which for ``optimal_tax`` and ``consumption_tax`` has EconGym's
+``EconGymTask.rule_env()``, which for ``optimal_tax`` and ``consumption_tax_ours`` has EconGym's
 Saez government), and score both with the task's metric (``tasks.METRICS``: mean GDP growth,
 mean household utility, the end-of-episode Gini or pension fund, the mean distance of
 inflation from 2%). Learned policies act by sampling, as in training. Beside the mean GDP
@@ -39,6 +39,9 @@ from jaxagents.build import build_learner
 from jaxagents.outputs import check_outputs
 from jaxagents.config import apply_overrides, read_yaml
 from jaxagents.tracking import atomic_write
+
+# metrics where less is better (the others: more is better)
+LOWER_BETTER = ("wealth_gini", "income_gini", "inflation_gap")
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "baselines", "configs", "econ")
 
@@ -145,8 +148,7 @@ def markdown(path: str) -> None:
     print("|---|---|---|---|---|---:|---:|---:|---|")
     for task, r in results["tasks"].items():
         learned, rule = np.asarray(r["learned"]), np.asarray(r["rule"])
-        lower_better = r["metric"] in ("wealth_gini", "income_gini", "inflation_gap")
-        wins = int(np.sum(learned < rule if lower_better else learned > rule))
+        wins = int(np.sum(learned < rule if r["metric"] in LOWER_BETTER else learned > rule))
         span = (lambda v: f"{np.mean(v):.4g}" + (f" [{v.min():.4g}, {v.max():.4g}]" if len(v) > 1 else ""))
         years = f"{r['years_learned']:.0f} / {r['years_rule']:.0f}" + (f" of {r['horizon']}" if "horizon" in r else "")
         print(f"| `{task}` | {', '.join(r['learn'])} | {r['households']:,} {r.get('households_policy', '')} | "
@@ -181,8 +183,7 @@ def main():
         (learned, years_l, geo_l), (rule, years_r, geo_r) = jax.device_get(scorer(states.params, keys))
         returns = {k[len("episode_return/"):]: np.asarray(v).mean(1)[[0, -1]].tolist()
                    for k, v in metrics.items() if k.startswith("episode_return/")}
-        lower_better = metric in ("wealth_gini", "income_gini", "inflation_gap")
-        better = np.mean(learned) < np.mean(rule) if lower_better else np.mean(learned) > np.mean(rule)
+        better = np.mean(learned) < np.mean(rule) if metric in LOWER_BETTER else np.mean(learned) > np.mean(rule)
         results["tasks"][task] = dict(
             metric=metric, learned=np.asarray(learned).tolist(), rule=np.asarray(rule).tolist(),
             years_learned=float(np.mean(years_l)), years_rule=float(np.mean(years_r)),
