@@ -21,6 +21,17 @@ on and reports their exploitability: the uniform average of the model's paramete
 Polyak average, what a learner would deploy) and the average strategy (the mixture of
 the iterates' strategies, ``mixture_policy``: what no-regret dynamics converge in).
 
+``--magnet C`` (``selfplay``) subtracts ``C`` times the KL divergence of the model's
+strategy from a *magnet* strategy at every information state, the regulariser of
+magnetic mirror descent (Sokota et al., 2023), whose iterates converge in two-player
+zero-sum games where plain gradient play cycles. With ``--magnet-rate r`` the magnet
+follows the iterates, ``rho <- (1 - r) rho + r pi`` after every step (stopped gradient),
+so its fixed point is the unregularised game's equilibrium rather than a quantal
+response one; ``r = 0`` keeps it at the initial strategy. ``--magnet-space params``
+averages the model's *parameters* instead and reads the magnet's strategy from the
+averaged model -- what the learner's ``kl_ref_rate`` does, where the KL's reference is a
+model, not a table.
+
 ``--pretrain N`` first trains the model for ``N`` steps of next-token prediction on the
 game's own transcripts: both players' last observations of every deal and every betting
 sequence (60 texts), each ending with the showdown line that names both cards -- text in
@@ -33,6 +44,7 @@ probability (``supervised``) every ``--every`` steps and, with ``--json``, write
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 500
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --lr-end 1e-4 --ent 0.02 --steps 600
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 600 --average 150
+    python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 600 --magnet 0.1 --magnet-rate 0.02
     python experiments/lm_card_plateau.py supervised --lr 1e-3 --steps 100
 """
 
@@ -161,6 +173,16 @@ def accumulate(tree, avg, params, table, n):
     return mean, num + x[:, None] * sigma, den + x
 
 
+def magnet_kl(tree, table, magnet):
+    """``f32[]``: ``sum_I KL(pi(.|I) || rho(.|I))`` over the information states, ``pi``
+    the strategy ``table`` (``f32[S, A]``, differentiable) and ``rho`` the magnet (same
+    shape, normalised, held fixed); illegal moves contribute nothing."""
+    pi = normalize_policy(tree, table)
+    rho = jax.lax.stop_gradient(magnet)
+    terms = jnp.where(tree.legal & (pi > 0), pi * (jnp.log(jnp.maximum(pi, 1e-30)) - jnp.log(jnp.maximum(rho, 1e-30))), 0.0)
+    return terms.sum()
+
+
 def average_strategy(tree, avg):
     """``f32[S, A]``: the behavioural strategy of the uniform mixture of the iterates
     ``accumulate`` added (``mixture_policy``'s, computed from running sums)."""
@@ -207,11 +229,19 @@ def main():
     ap.add_argument("--pretrain", type=int, default=0, help="next-token steps on the game's transcripts first")
     ap.add_argument("--average", type=int, default=None, metavar="K",
                     help="selfplay: also report the parameter average and the average strategy of steps K on")
+    ap.add_argument("--magnet", type=float, default=0.0, help="selfplay: KL weight to the magnet strategy")
+    ap.add_argument("--magnet-rate", type=float, default=0.0,
+                    help="selfplay: the magnet moves this fraction of the way to the iterate every step")
+    ap.add_argument("--magnet-space", choices=("strategy", "params"), default="strategy",
+                    help="selfplay: average strategies or the model's parameters into the magnet")
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--json", help="write the curve here (a new file)")
     args = check_outputs(ap.parse_args())
     if args.average is not None and (args.probe != "selfplay" or not 0 <= args.average < args.steps):
         raise SystemExit(f"--average must be a step in [0, --steps) of the selfplay probe, got {args.average}")
+    if args.magnet < 0 or not 0 <= args.magnet_rate <= 1 or (args.magnet and args.probe != "selfplay"):
+        raise SystemExit(f"--magnet must be >= 0 (selfplay only) and --magnet-rate in [0, 1], got "
+                         f"{args.magnet}, {args.magnet_rate}")
     if args.json and os.path.exists(args.json):
         raise SystemExit(f"--json {args.json!r} exists; name a new file")
 
@@ -220,23 +250,30 @@ def main():
     owner = jnp.asarray(np.asarray(tree.infostate_player))
     target = jnp.asarray(card_target(exact, rows_s, rows_a))
 
-    def objective(params):
+    def objective(params, magnet):
         table, entropy = strategy(params, policy, exact, turns, rows_s, rows_a)
         if args.probe == "supervised":
             picked = jnp.where(target, jnp.log(table[rows_s, rows_a] + 1e-30), 0.0)
             return picked.sum() / target.sum(), table
         value = sum(policy_value(tree, jnp.where((owner == i)[:, None], table, jax.lax.stop_gradient(table)))[i]
                     for i in range(2))
-        return value + args.ent * entropy, table
+        return value + args.ent * entropy - args.magnet * magnet_kl(tree, table, magnet), table
 
     lr = args.lr if args.lr_end is None else optax.linear_schedule(args.lr, args.lr_end, args.steps)
     opt = optax.adam(lr)
 
     @jax.jit
-    def step(params, opt_state):
-        (_, table), grad = jax.value_and_grad(objective, has_aux=True)(params)
+    def step(params, opt_state, magnet):
+        # magnet: a strategy table f32[S, A], or (--magnet-space params) a parameter tree
+        rho = magnet if args.magnet_space == "strategy" else normalize_policy(tree, table_of(magnet))
+        (_, table), grad = jax.value_and_grad(objective, has_aux=True)(params, rho)
         updates, opt_state = opt.update(jax.tree_util.tree_map(jnp.negative, grad), opt_state, params)
-        return optax.apply_updates(params, updates), opt_state
+        params = optax.apply_updates(params, updates)
+        if args.magnet_space == "strategy":
+            magnet = (1.0 - args.magnet_rate) * magnet + args.magnet_rate * normalize_policy(tree, table)
+        else:
+            magnet = optax.incremental_update(params, magnet, args.magnet_rate)
+        return params, opt_state, magnet
 
     table_of = jax.jit(lambda p: strategy(p, policy, exact, turns, rows_s, rows_a)[0])
     measure = jax.jit(lambda t: exploitability(tree, t) if args.probe == "selfplay"
@@ -246,6 +283,7 @@ def main():
     if args.pretrain:
         params = pretrain(params, policy, transcripts(kuhn(), policy, exact), args.pretrain, args.lr)
     opt_state = opt.init(params)
+    magnet = normalize_policy(tree, table_of(params)) if args.magnet_space == "strategy" else params
 
     avg, n_avg = None, 0
     curve, averaged = [], []
@@ -265,12 +303,14 @@ def main():
                 line += f"  parameter average {averaged[-1][1]:.4f}  average strategy {averaged[-1][2]:.4f}"
             print(f"{line}  {time.time() - start:.0f}s", flush=True)
         if i < args.steps:
-            params, opt_state = step(params, opt_state)
+            params, opt_state, magnet = step(params, opt_state, magnet)
     np.set_printoptions(precision=2, suppress=True)
     print("final strategy (rows:", ", ".join(exact.names), ")\n", np.asarray(table))
     if args.json:
         atomic_write(args.json, json.dumps({"probe": args.probe, "pretrain": args.pretrain, "lr": args.lr,
                                             "lr_end": args.lr_end, "ent": args.ent, "seed": args.seed,
+                                            "magnet": args.magnet, "magnet_rate": args.magnet_rate,
+                                            "magnet_space": args.magnet_space,
                                             "curve": curve, "average_from": args.average,
                                             "averaged": averaged}))
 

@@ -65,3 +65,22 @@ def test_the_running_averages_are_the_mean_parameters_and_the_mixture(probe):
                                np.asarray(mixture_policy(tree, np.stack(tables))), atol=1e-5)
     # weighted by own reach: not the plain mean of the tables where an earlier own move leads
     assert not np.allclose(np.asarray(script.average_strategy(tree, avg)), np.mean(tables, 0), atol=1e-3)
+
+
+def test_the_magnet_term_is_the_kl_summed_over_information_states(probe):
+    script, (_, exact, *_) = probe
+    tree, rng = exact.tree, np.random.default_rng(1)
+    legal = exact.moves >= 0
+    pi, rho = (np.where(legal, rng.uniform(0.05, 1.0, legal.shape), 0.0) for _ in range(2))
+    pi, rho = pi / pi.sum(1, keepdims=True), rho / rho.sum(1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.nansum(np.where(legal, pi * np.log(pi / rho), 0.0))
+    assert expected > 0
+    np.testing.assert_allclose(float(script.magnet_kl(tree, pi, rho)), expected, rtol=1e-5)
+    assert abs(float(script.magnet_kl(tree, pi, pi))) < 1e-6
+    # a table with mass on an illegal move is read as the evaluator reads it (renormalised)
+    noisy = np.where(legal, pi, 0.3)
+    np.testing.assert_allclose(float(script.magnet_kl(tree, noisy, rho)), expected, rtol=1e-5)
+    # the gradient reaches the strategy, never the magnet
+    g_pi, g_rho = jax.grad(lambda a, b: script.magnet_kl(tree, a, b), argnums=(0, 1))(pi, rho)
+    assert np.abs(np.asarray(g_pi)).sum() > 0 and np.all(np.asarray(g_rho) == 0)

@@ -155,6 +155,8 @@ def test_the_games_tokenizer_is_rebuilt_identically():
     ({"grad_chunks": 0}, "grad_chunks"),
     ({"loss": "ppo", "grad_chunks": 2}, "grad_chunks applies to loss='reinforce'"),
     ({"num_envs": 4, "num_steps": 3, "grad_chunks": 5}, "grad_chunks=5 must divide"),
+    ({"kl_ref_rate": 0.1}, "set kl_coef > 0"),
+    ({"kl_coef": 0.1, "kl_ref_rate": 1.5}, "kl_ref_rate"),
 ])
 def test_bad_settings_are_one_line_errors(kwargs, match):
     with pytest.raises(ValueError, match=match) as e:
@@ -299,6 +301,34 @@ def test_grad_chunks_take_the_same_step():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), one.params, three.params)
     for k in ("loss", "pg_loss", "entropy", "grad_norm"):
         np.testing.assert_allclose(float(m3[k]), float(m1[k]), rtol=1e-4, err_msg=k)
+
+
+@pytest.mark.slow
+def test_a_moving_kl_reference_follows_the_weights():
+    """``kl_ref_rate``: the reference is the initial model at first (KL 0 at the first
+    update) and then the trained weights' exponential average, ``(1 - r) ref + r params``
+    after every update; with ``kl_ref_rate: 0`` it stays the initial model."""
+    import jaxagents
+
+    env = jaxagents.make("text_kuhn_poker", max_rounds=1, payoff="chips")
+    runs = {}
+    for rate in (0.0, 0.25):
+        cfg = LanguageSelfPlayConfig(num_envs=4, num_steps=3, total_timesteps=36, prompt_len=320, max_new_tokens=4,
+                                     lr=0.01, kl_coef=0.5, kl_ref_rate=rate, eval_every=100)
+        learner = selfplay.make_train(cfg, env, evaluations={})
+        update = jax.jit(learner.update)
+        s0 = learner.init(jax.random.key(0))
+        s1, m1 = update(s0)
+        s2, m2 = update(s1)
+        runs[rate] = (s0, s1, s2, m1, m2)
+        assert abs(float(m1["kl"])) < 1e-6 and float(m2["kl"]) > 0  # the first update scores against itself
+    s0, s1, s2, _, _ = runs[0.0]
+    jax.tree.map(np.testing.assert_array_equal, s2.reference, s0.params)  # frozen
+    s0, s1, s2, _, _ = runs[0.25]
+    expected = jax.tree.map(lambda r, p: 0.75 * r + 0.25 * p, s1.reference, s2.params)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), s2.reference, expected)
+    moved = sum(float(jnp.abs(a - b).sum()) for a, b in zip(jax.tree.leaves(s2.reference), jax.tree.leaves(s0.params)))
+    assert moved > 0
 
 
 @pytest.mark.slow

@@ -123,7 +123,12 @@ class LanguageSelfPlayConfig(CommonConfig):
             with the loss's activations (each turn's whole prompt, forward and backward)
             held for one piece at a time. Raise it when an update runs out of memory.
         ent_coef: weight of the per-token entropy bonus; kl_coef: weight of the KL to the
-            frozen initial model (the k3 estimator per token; 0: none).
+            reference model (the k3 estimator per token; 0: none).
+        kl_ref_rate: 0 keeps the KL's reference at the initial model (frozen); r > 0
+            makes it a moving *magnet*, the trained weights' exponential average
+            (``ref <- (1 - r) ref + r params`` after every update; under LoRA the adapters'
+            average), magnetic mirror descent's regulariser: gradient self-play cycles
+            around a zero-sum game's equilibrium, the magnet damps the cycle.
         eval_every: updates between the games' evaluations; eval_games: games of each
             match against a game's scripted opponents (even; 0: no matches).
         eval_turns, eval_prompt_len: the turns a match may last and the prompt tokens an
@@ -158,6 +163,7 @@ class LanguageSelfPlayConfig(CommonConfig):
     optimizer: str = "adam"
     ent_coef: float = 0.0
     kl_coef: float = 0.0
+    kl_ref_rate: float = 0.0
     eval_every: int = 10
     eval_games: int = 32
     eval_turns: int = 0
@@ -196,6 +202,9 @@ class LanguageSelfPlayConfig(CommonConfig):
         object.__setattr__(self, "clip_eps", check_float("clip_eps", self.clip_eps, low=0.0, low_open=True))
         object.__setattr__(self, "ent_coef", check_float("ent_coef", self.ent_coef, low=0.0))
         object.__setattr__(self, "kl_coef", check_float("kl_coef", self.kl_coef, low=0.0))
+        object.__setattr__(self, "kl_ref_rate", check_float("kl_ref_rate", self.kl_ref_rate, low=0.0, high=1.0))
+        if self.kl_ref_rate > 0 and self.kl_coef == 0:
+            raise ValueError(f"kl_ref_rate={self.kl_ref_rate} moves the KL's reference: set kl_coef > 0")
         if self.advantage in ("grpo", "gigpo") and self.group_size < 2:
             raise ValueError(f"advantage={self.advantage!r} compares games dealt alike: set group_size >= 2")
         if self.advantage not in ("grpo", "gigpo") and self.group_size != 1:

@@ -19,7 +19,8 @@ every other learner. One update is one compiled call, read top to bottom:
    they were drawn from (``policy.reply_logprobs``): REINFORCE, ``-sum_tokens logp * A``,
    or PPO's clipped per-token ratio against the generation's own logprobs; minus
    ``ent_coef`` times the per-token entropy, plus ``kl_coef`` times the k3 estimate of
-   the KL to the frozen initial model. Each term is a sum over a reply's tokens (no
+   the KL to a reference model: the frozen initial model, or with ``kl_ref_rate > 0`` a
+   moving magnet, the trained weights' exponential average. Each term is a sum over a reply's tokens (no
    length normalisation, as SPIRAL) averaged over the turns trained on.
 
 The train state (``LanguageTrainState``) holds the trainable weights (every weight, or
@@ -80,8 +81,9 @@ class LanguageTrainState:
     Attributes:
         params: the trainable weights (every weight, or the LoRA adapters).
         frozen: the frozen weights under LoRA adapters (None without).
-        reference: the initial trainable weights, the KL's reference (None when
-            ``kl_coef`` is 0 or under LoRA, where the frozen weights are the reference).
+        reference: the KL's reference: the initial trainable weights, or with
+            ``kl_ref_rate > 0`` their exponential average (the magnet). None when
+            ``kl_coef`` is 0, or under LoRA with a fixed reference (the frozen weights).
         opt_state: the optimiser's state.
         baseline: ``f32[1, 2 * num_games]`` the RAE table, one cell per (game, seat).
         key: the PRNG key of the next update.
@@ -229,7 +231,7 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         trainable, frozen = policy.init(k_model)
         hp = default_hparams if hparams is None else hparams
         tx = make_optimizer(hp, jnp.ones(()), cfg.optimizer)
-        reference = trainable if cfg.kl_coef > 0 and frozen is None else None
+        reference = trainable if cfg.kl_coef > 0 and (frozen is None or cfg.kl_ref_rate > 0) else None
         return LanguageTrainState(params=trainable, frozen=frozen, reference=reference, opt_state=tx.init(trainable),
                                   baseline=jnp.zeros((1, 2 * num_games), jnp.float32), key=k_next,
                                   update=jnp.zeros((), jnp.int32), turns=jnp.zeros((), jnp.int32))
@@ -273,14 +275,16 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         flat = [jax.tree.map(lambda x: x.reshape((K * B,) + x.shape[2:]), t) for t in all_turns]
         adv = [a.reshape(-1) for a, _ in per_turn]
         weight = [w.reshape(-1) for _, w in per_turn]
-        if cfg.kl_coef > 0:  # the frozen initial model's scores, once per update
-            ref_params = state.reference if state.frozen is None else state.frozen  # LoRA: the frozen weights
+        if cfg.kl_coef > 0:  # the reference model's scores, once per update
+            # LoRA with a fixed reference: the frozen weights alone (the adapters start at zero)
+            ref_params = state.frozen if state.reference is None else policy.params(state.reference, state.frozen)
             reference_lp = [jax.lax.stop_gradient(policy_lib.reply_logprobs(ref_params, model, t, cfg.temperature,
                                                                               tab.choices if c else None)[0])
                             for t, tab, c in zip(flat, policy.tables, constrained)]
         else:
             reference_lp = [None] * num_games
-        tx = make_optimizer(hp, jnp.ones(()), cfg.optimizer)
+        lr_scale = 1.0 - state.update / num_updates if cfg.anneal_lr else 1.0  # linearly to 0 over the run
+        tx = make_optimizer(hp, lr_scale, cfg.optimizer)
         mb = K * B // cfg.num_minibatches
 
         def epoch(carry, k):
@@ -325,6 +329,8 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
             stats = {"loss": loss, "grad_norm": optax.global_norm(grads), **aux}
         stats = jax.tree.map(jnp.mean, stats)
         played = sum(t.active.sum() for t in all_turns).astype(jnp.int32)
+        if cfg.kl_ref_rate > 0:  # the magnet follows the iterates
+            state = state.replace(reference=optax.incremental_update(trainable, state.reference, cfg.kl_ref_rate))
         state = state.replace(params=trainable, opt_state=opt_state, baseline=baseline, key=key,
                               update=state.update + 1, turns=state.turns + played)
         metrics = {"update": state.update.astype(jnp.float32), "env_steps": state.turns.astype(jnp.float32), **stats}
