@@ -179,8 +179,8 @@ def magnet_kl(tree, table, magnet):
     shape, normalised, held fixed); illegal moves contribute nothing."""
     pi = normalize_policy(tree, table)
     rho = jax.lax.stop_gradient(magnet)
-    terms = jnp.where(tree.legal & (pi > 0), pi * (jnp.log(jnp.maximum(pi, 1e-30)) - jnp.log(jnp.maximum(rho, 1e-30))), 0.0)
-    return terms.sum()
+    log_ratio = jnp.log(jnp.maximum(pi, 1e-30)) - jnp.log(jnp.maximum(rho, 1e-30))
+    return jnp.where(tree.legal & (pi > 0), pi * log_ratio, 0.0).sum()
 
 
 def average_strategy(tree, avg):

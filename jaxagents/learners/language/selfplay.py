@@ -20,8 +20,8 @@ every other learner. One update is one compiled call, read top to bottom:
    or PPO's clipped per-token ratio against the generation's own logprobs; minus
    ``ent_coef`` times the per-token entropy, plus ``kl_coef`` times the k3 estimate of
    the KL to a reference model: the frozen initial model, or with ``kl_ref_rate > 0`` a
-   moving magnet, the trained weights' exponential average. Each term is a sum over a reply's tokens (no
-   length normalisation, as SPIRAL) averaged over the turns trained on.
+   moving magnet, the trained weights' exponential average. Each term is a sum over a
+   reply's tokens (no length normalisation, as SPIRAL) averaged over the turns trained on.
 
 The train state (``LanguageTrainState``) holds the trainable weights (every weight, or
 LoRA adapters with the frozen weights beside them), the optimiser state, the RAE table
