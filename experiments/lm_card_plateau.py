@@ -32,6 +32,16 @@ averages the model's *parameters* instead and reads the magnet's strategy from t
 averaged model -- what the learner's ``kl_ref_rate`` does, where the KL's reference is a
 model, not a table.
 
+``--games N`` (``selfplay``) replaces the exact gradient with the learner's estimate of it:
+every step plays ``N`` games from the current strategy (the deal by chance, each move
+drawn from the model's constrained move probabilities) and ascends the REINFORCE
+surrogate ``sum over the moves played of A log pi(move | I) / N``, ``A`` the mover's
+chips minus a baseline (``--baseline``: none, each seat's mean in the batch, or with
+``--group G`` each seat's mean over the ``G`` games dealt the same cards: GRPO's groups). Its
+expectation is the exact probe's gradient; it differs by the noise of ``N`` sampled games
+only, so it separates the plateau of the exact dynamic from the one sampling adds, at
+the cost of the 12 prompts whatever ``N`` is.
+
 ``--pretrain N`` first trains the model for ``N`` steps of next-token prediction on the
 game's own transcripts: both players' last observations of every deal and every betting
 sequence (60 texts), each ending with the showdown line that names both cards -- text in
@@ -45,6 +55,7 @@ probability (``supervised``) every ``--every`` steps and, with ``--json``, write
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --lr-end 1e-4 --ent 0.02 --steps 600
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 600 --average 150
     python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 600 --magnet 0.1 --magnet-rate 0.02
+    python experiments/lm_card_plateau.py selfplay --lr 1e-3 --ent 0.02 --steps 600 --games 64
     python experiments/lm_card_plateau.py supervised --lr 1e-3 --steps 100
 """
 
@@ -183,6 +194,55 @@ def magnet_kl(tree, table, magnet):
     return jnp.where(tree.legal & (pi > 0), pi * log_ratio, 0.0).sum()
 
 
+def sample_visits(tree, sigma, key, num_games: int, group: int = 1) -> tuple[jax.Array, jax.Array]:
+    """Plays ``num_games`` games of ``tree`` with the behavioural strategy ``sigma``
+    (``f32[S, A]``, normalised): ``(visits f32[G, S, A], payoff f32[G, 2])``, how often each
+    game took move ``A`` at information state ``S`` and what each player won. Each run of
+    ``group`` consecutive games shares one deal (GRPO's groups)."""
+    roots = jnp.asarray(np.nonzero(np.asarray(tree.parent) < 0)[0])
+    log_chance = jnp.log(tree.chance[roots])
+    sigma = jnp.asarray(sigma)
+    num_s, num_a = sigma.shape
+
+    def one(k, node):
+        k, pick = jax.random.split(k)
+        node = roots[jax.random.categorical(pick, log_chance)] if node is None else node
+
+        def move(_, carry):
+            node, visits, k = carry
+            k, pick = jax.random.split(k)
+            s = tree.infostate[node]
+            acting = s >= 0
+            logits = jnp.where(tree.legal[jnp.maximum(s, 0)], jnp.log(jnp.maximum(sigma[jnp.maximum(s, 0)], 1e-30)),
+                               -jnp.inf)
+            a = jax.random.categorical(pick, logits)
+            visits = visits.at[jnp.maximum(s, 0), a].add(acting.astype(jnp.float32))
+            return jnp.where(acting, tree.children[node, a], node), visits, k
+
+        node, visits, _ = jax.lax.fori_loop(0, len(tree.levels), move, (node, jnp.zeros((num_s, num_a)), k))
+        return visits, tree.payoff[node]
+
+    if group == 1:  # each game dealt on its own
+        return jax.vmap(lambda k: one(k, None))(jax.random.split(key, num_games))
+    k_deal, key = jax.random.split(key)
+    deals = jnp.repeat(roots[jax.random.categorical(k_deal, log_chance, shape=(num_games // group,))], group)
+    return jax.vmap(one)(jax.random.split(key, num_games), deals)
+
+
+def sampled_weights(tree, visits, payoff, baseline: str, group: int = 1) -> jax.Array:
+    """``f32[S, A]``: the REINFORCE surrogate's weight of ``log pi(a|I)``: the mean over
+    games of each visit times the mover's advantage: its chips, less its seat's batch mean
+    (``baseline="mean"``) or its seat's mean over the ``group`` games of its deal
+    (``"group"``: GRPO without the division by the standard deviation)."""
+    if baseline == "group":
+        by_deal = payoff.reshape(-1, group, 2)
+        adv = (by_deal - by_deal.mean(1, keepdims=True)).reshape(payoff.shape)
+    else:
+        adv = payoff - payoff.mean(0, keepdims=True) if baseline == "mean" else payoff  # [G, 2]
+    mover_adv = adv[:, jnp.asarray(np.asarray(tree.infostate_player))]  # [G, S]
+    return (visits * mover_adv[:, :, None]).mean(0)
+
+
 def average_strategy(tree, avg):
     """``f32[S, A]``: the behavioural strategy of the uniform mixture of the iterates
     ``accumulate`` added (``mixture_policy``'s, computed from running sums)."""
@@ -234,6 +294,12 @@ def main():
                     help="selfplay: the magnet moves this fraction of the way to the iterate every step")
     ap.add_argument("--magnet-space", choices=("strategy", "params"), default="strategy",
                     help="selfplay: average strategies or the model's parameters into the magnet")
+    ap.add_argument("--games", type=int, default=0,
+                    help="selfplay: estimate the gradient from this many sampled games a step (default: exact)")
+    ap.add_argument("--baseline", choices=("none", "mean", "group"), default="none",
+                    help="selfplay with --games: the advantage's baseline "
+                         "(group: the mean of the deal's --group games)")
+    ap.add_argument("--group", type=int, default=1, help="selfplay with --games: games dealt alike")
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--json", help="write the curve here (a new file)")
     args = check_outputs(ap.parse_args())
@@ -242,6 +308,11 @@ def main():
     if args.magnet < 0 or not 0 <= args.magnet_rate <= 1 or (args.magnet and args.probe != "selfplay"):
         raise SystemExit(f"--magnet must be >= 0 (selfplay only) and --magnet-rate in [0, 1], got "
                          f"{args.magnet}, {args.magnet_rate}")
+    if args.games < 0 or (args.games and args.probe != "selfplay"):
+        raise SystemExit(f"--games must be >= 0 (selfplay only), got {args.games}")
+    if args.group < 1 or (args.games % args.group) or ((args.baseline == "group") != (args.group > 1)):
+        raise SystemExit(f"--group must divide --games and go with --baseline group, got {args.group} "
+                         f"({args.games} games, baseline {args.baseline})")
     if args.json and os.path.exists(args.json):
         raise SystemExit(f"--json {args.json!r} exists; name a new file")
 
@@ -250,23 +321,29 @@ def main():
     owner = jnp.asarray(np.asarray(tree.infostate_player))
     target = jnp.asarray(card_target(exact, rows_s, rows_a))
 
-    def objective(params, magnet):
+    def objective(params, magnet, key):
         table, entropy = strategy(params, policy, exact, turns, rows_s, rows_a)
         if args.probe == "supervised":
             picked = jnp.where(target, jnp.log(table[rows_s, rows_a] + 1e-30), 0.0)
             return picked.sum() / target.sum(), table
-        value = sum(policy_value(tree, jnp.where((owner == i)[:, None], table, jax.lax.stop_gradient(table)))[i]
-                    for i in range(2))
+        if args.games:
+            sigma = normalize_policy(tree, table)
+            visits, payoff = sample_visits(tree, jax.lax.stop_gradient(sigma), key, args.games, args.group)
+            weight = sampled_weights(tree, visits, payoff, args.baseline, args.group)
+            value = jnp.sum(jnp.where(weight != 0, weight * jnp.log(jnp.maximum(sigma, 1e-30)), 0.0))
+        else:
+            value = sum(policy_value(tree, jnp.where((owner == i)[:, None], table, jax.lax.stop_gradient(table)))[i]
+                        for i in range(2))
         return value + args.ent * entropy - args.magnet * magnet_kl(tree, table, magnet), table
 
     lr = args.lr if args.lr_end is None else optax.linear_schedule(args.lr, args.lr_end, args.steps)
     opt = optax.adam(lr)
 
     @jax.jit
-    def step(params, opt_state, magnet):
+    def step(params, opt_state, magnet, key):
         # magnet: a strategy table f32[S, A], or (--magnet-space params) a parameter tree
         rho = magnet if args.magnet_space == "strategy" else normalize_policy(tree, table_of(magnet))
-        (_, table), grad = jax.value_and_grad(objective, has_aux=True)(params, rho)
+        (_, table), grad = jax.value_and_grad(objective, has_aux=True)(params, rho, key)
         updates, opt_state = opt.update(jax.tree_util.tree_map(jnp.negative, grad), opt_state, params)
         params = optax.apply_updates(params, updates)
         if args.magnet_space == "strategy":
@@ -279,6 +356,7 @@ def main():
     measure = jax.jit(lambda t: exploitability(tree, t) if args.probe == "selfplay"
                       else jnp.min(jnp.where(target, t[rows_s, rows_a], 1.0)))
     params = init_params(policy.cfg, jax.random.PRNGKey(args.seed))
+    games_key = jax.random.PRNGKey(args.seed + 1)
     start = time.time()
     if args.pretrain:
         params = pretrain(params, policy, transcripts(kuhn(), policy, exact), args.pretrain, args.lr)
@@ -303,7 +381,7 @@ def main():
                 line += f"  parameter average {averaged[-1][1]:.4f}  average strategy {averaged[-1][2]:.4f}"
             print(f"{line}  {time.time() - start:.0f}s", flush=True)
         if i < args.steps:
-            params, opt_state, magnet = step(params, opt_state, magnet)
+            params, opt_state, magnet = step(params, opt_state, magnet, jax.random.fold_in(games_key, i))
     np.set_printoptions(precision=2, suppress=True)
     print("final strategy (rows:", ", ".join(exact.names), ")\n", np.asarray(table))
     if args.json:
@@ -311,6 +389,7 @@ def main():
                                             "lr_end": args.lr_end, "ent": args.ent, "seed": args.seed,
                                             "magnet": args.magnet, "magnet_rate": args.magnet_rate,
                                             "magnet_space": args.magnet_space,
+                                            "games": args.games, "baseline": args.baseline, "group": args.group,
                                             "curve": curve, "average_from": args.average,
                                             "averaged": averaged}))
 

@@ -84,3 +84,48 @@ def test_the_magnet_term_is_the_kl_summed_over_information_states(probe):
     # the gradient reaches the strategy, never the magnet
     g_pi, g_rho = jax.grad(lambda a, b: script.magnet_kl(tree, a, b), argnums=(0, 1))(pi, rho)
     assert np.abs(np.asarray(g_pi)).sum() > 0 and np.all(np.asarray(g_rho) == 0)
+
+
+def test_the_sampled_gradient_estimates_the_exact_one(probe):
+    import jax.numpy as jnp
+
+    from jaxagents.evaluation.exploitability import normalize_policy, policy_value
+
+    script, (_, exact, *_) = probe
+    tree, legal = exact.tree, jnp.asarray(exact.moves >= 0)
+    owner = jnp.asarray(np.asarray(tree.infostate_player))
+    logits = jnp.asarray(np.random.default_rng(2).normal(size=legal.shape), jnp.float32)
+    sigma_of = jax.jit(lambda z: normalize_policy(tree, jnp.where(legal, jax.nn.softmax(jnp.where(legal, z, -1e9)), 0)))
+
+    def exact_value(z):  # each seat's value, the other seat's strategy held fixed
+        t = sigma_of(z)
+        return sum(policy_value(tree, jnp.where((owner == i)[:, None], t, jax.lax.stop_gradient(t)))[i]
+                   for i in range(2))
+
+    sigma = sigma_of(logits)
+    visits, payoff = script.sample_visits(tree, sigma, jax.random.PRNGKey(0), 200_000)
+    # every game deals two distinct cards and ends at a terminal with a zero-sum payoff
+    assert np.all(np.asarray(payoff).sum(1) == 0) and np.all(np.asarray(visits).sum((1, 2)) >= 2)
+    np.testing.assert_allclose(float(np.asarray(payoff)[:, 0].mean()), float(policy_value(tree, sigma)[0]), atol=0.02)
+    for baseline in ("none", "mean"):
+        weight = script.sampled_weights(tree, visits, payoff, baseline)
+        sampled = jax.grad(lambda z: jnp.sum(jnp.where(weight != 0, weight * jnp.log(sigma_of(z)), 0.0)))(logits)
+        want = jax.grad(exact_value)(logits)
+        assert float(jnp.abs(want).max()) > 0.05
+        np.testing.assert_allclose(np.asarray(sampled), np.asarray(want), atol=0.02)
+
+
+def test_grouped_games_share_their_deal_and_their_baseline(probe):
+    script, (_, exact, *_) = probe
+    tree = exact.tree
+    legal = np.asarray(exact.moves >= 0)
+    sigma = np.where(legal, 1.0, 0.0) / legal.sum(1, keepdims=True)
+    visits, payoff = script.sample_visits(tree, sigma, jax.random.PRNGKey(0), 4000, group=8)
+    # the first mover's information state names the deal: equal within a group, varied across groups
+    first = np.asarray(visits)[:, np.asarray(tree.infostate[np.asarray(tree.parent) < 0])].sum(-1).argmax(1)
+    assert np.all(first.reshape(-1, 8) == first.reshape(-1, 8)[:, :1]) and len(set(first)) == 3
+    weight = script.sampled_weights(tree, visits, payoff, "group", 8)
+    assert np.isfinite(np.asarray(weight)).all() and np.abs(np.asarray(weight)).sum() > 0
+    # a group whose games all paid the same gets no push at all
+    same = np.broadcast_to(np.asarray(payoff)[:8][:1], (8, 2))
+    assert np.all(np.asarray(script.sampled_weights(tree, visits[:8], same, "group", 8)) == 0)

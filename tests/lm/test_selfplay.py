@@ -157,6 +157,10 @@ def test_the_games_tokenizer_is_rebuilt_identically():
     ({"num_envs": 4, "num_steps": 3, "grad_chunks": 5}, "grad_chunks=5 must divide"),
     ({"kl_ref_rate": 0.1}, "set kl_coef > 0"),
     ({"kl_coef": 0.1, "kl_ref_rate": 1.5}, "kl_ref_rate"),
+    ({"kl_ref_snapshots": 3}, "set kl_coef > 0"),
+    ({"kl_coef": 0.1, "kl_ref_rate": 0.1, "kl_ref_snapshots": 3}, "leave kl_ref_rate at 0"),
+    ({"kl_coef": 0.1, "kl_ref_snapshots": -1}, "kl_ref_snapshots"),
+    ({"kl_ref_every": 0}, "kl_ref_every"),
 ])
 def test_bad_settings_are_one_line_errors(kwargs, match):
     with pytest.raises(ValueError, match=match) as e:
@@ -329,6 +333,51 @@ def test_a_moving_kl_reference_follows_the_weights():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), s2.reference, expected)
     moved = sum(float(jnp.abs(a - b).sum()) for a, b in zip(jax.tree.leaves(s2.reference), jax.tree.leaves(s0.params)))
     assert moved > 0
+
+
+def test_a_mixture_scores_each_reply_as_the_mean_of_its_probabilities():
+    rng = np.random.default_rng(0)
+    length = np.array([3, 1, 0, 2])
+    real = np.arange(3)[None] < length[:, None]  # [S, N]
+    lp = np.where(real[None], np.log(rng.uniform(0.05, 1.0, (4,) + real.shape)), 0.0)  # [K, S, N]
+    mixed = np.asarray(policy_lib.mixture_logprobs(jnp.asarray(lp, jnp.float32)))
+    # the reply's log-probability is the log of the models' mean probability of it
+    np.testing.assert_allclose(mixed.sum(1), np.log(np.exp(lp.sum(2)).mean(0)), rtol=1e-5, atol=1e-6)
+    # every token's conditional is a probability, nothing past a reply's end
+    assert np.all(mixed <= 1e-6) and np.all(mixed[~real] == 0)
+    # each prefix's conditionals sum to the mixture's probability of that prefix
+    np.testing.assert_allclose(np.cumsum(mixed, 1)[:, 0], np.log(np.exp(lp[:, :, 0]).mean(0)), rtol=1e-5, atol=1e-6)
+    # one model is its own mixture
+    np.testing.assert_allclose(np.asarray(policy_lib.mixture_logprobs(jnp.asarray(lp[:1]))), lp[0], atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_mixture_of_snapshots_is_the_kl_reference():
+    """``kl_ref_snapshots: K``: a ring of K snapshots of the weights, all the initial
+    model at first (KL 0 at the first update), slot ``(u // every) % K`` taking the
+    weights after update ``u`` whenever ``every`` divides it."""
+    import jaxagents
+
+    env = jaxagents.make("text_kuhn_poker", max_rounds=1, payoff="chips")
+    cfg = LanguageSelfPlayConfig(num_envs=4, num_steps=3, total_timesteps=48, prompt_len=320, max_new_tokens=4,
+                                 lr=0.01, kl_coef=0.5, kl_ref_snapshots=2, kl_ref_every=2, eval_every=100)
+    learner = selfplay.make_train(cfg, env, evaluations={})
+    update = jax.jit(learner.update)
+    states, kls = [learner.init(jax.random.key(0))], []
+    for _ in range(4):
+        s, m = update(states[-1])
+        states.append(s)
+        kls.append(float(m["kl"]))
+    ring = lambda s, k: jax.tree.map(lambda r: r[k], s.reference)  # noqa: E731
+    same = lambda a, b: jax.tree.map(np.testing.assert_array_equal, a, b)  # noqa: E731
+    same(ring(states[1], 0), states[0].params)
+    same(ring(states[1], 1), states[0].params)  # update 1: no snapshot yet
+    same(ring(states[2], 1), states[2].params)  # update 2: slot 1
+    same(ring(states[2], 0), states[0].params)
+    same(ring(states[3], 1), states[2].params)  # update 3: none
+    same(ring(states[4], 0), states[4].params)  # update 4: slot 0
+    same(ring(states[4], 1), states[2].params)
+    assert abs(kls[0]) < 1e-6 and kls[1] > 0 and kls[3] > 0
 
 
 @pytest.mark.slow

@@ -129,6 +129,12 @@ class LanguageSelfPlayConfig(CommonConfig):
             (``ref <- (1 - r) ref + r params`` after every update; under LoRA the adapters'
             average), magnetic mirror descent's regulariser: gradient self-play cycles
             around a zero-sum game's equilibrium, the magnet damps the cycle.
+        kl_ref_snapshots, kl_ref_every: K > 0 makes the reference the uniform *mixture*
+            of K snapshots of the trained weights, one taken every ``kl_ref_every``
+            updates into a ring (all K the initial weights at first): the magnet is the
+            average of the snapshots' *strategies* (each reply scored as the mean of its
+            probabilities under the K models, ``policy.mixture_logprobs``), not a model
+            of averaged weights; K reference forward passes an update.
         eval_every: updates between the games' evaluations; eval_games: games of each
             match against a game's scripted opponents (even; 0: no matches).
         eval_turns, eval_prompt_len: the turns a match may last and the prompt tokens an
@@ -164,6 +170,8 @@ class LanguageSelfPlayConfig(CommonConfig):
     ent_coef: float = 0.0
     kl_coef: float = 0.0
     kl_ref_rate: float = 0.0
+    kl_ref_snapshots: int = 0
+    kl_ref_every: int = 10
     eval_every: int = 10
     eval_games: int = 32
     eval_turns: int = 0
@@ -205,6 +213,12 @@ class LanguageSelfPlayConfig(CommonConfig):
         object.__setattr__(self, "kl_ref_rate", check_float("kl_ref_rate", self.kl_ref_rate, low=0.0, high=1.0))
         if self.kl_ref_rate > 0 and self.kl_coef == 0:
             raise ValueError(f"kl_ref_rate={self.kl_ref_rate} moves the KL's reference: set kl_coef > 0")
+        object.__setattr__(self, "kl_ref_snapshots", check_int("kl_ref_snapshots (0: none)", self.kl_ref_snapshots,
+                                                               low=0))
+        object.__setattr__(self, "kl_ref_every", check_positive_int("kl_ref_every", self.kl_ref_every))
+        if self.kl_ref_snapshots and (self.kl_coef == 0 or self.kl_ref_rate > 0):
+            raise ValueError(f"kl_ref_snapshots={self.kl_ref_snapshots} makes the KL's reference a mixture of "
+                             "snapshots: set kl_coef > 0 and leave kl_ref_rate at 0")
         if self.advantage in ("grpo", "gigpo") and self.group_size < 2:
             raise ValueError(f"advantage={self.advantage!r} compares games dealt alike: set group_size >= 2")
         if self.advantage not in ("grpo", "gigpo") and self.group_size != 1:

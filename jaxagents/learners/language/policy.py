@@ -170,3 +170,17 @@ def reply_logprobs(params: dict, cfg: ModelConfig, turns: Turns, temperature: fl
         chosen = jnp.sum(jnp.where(picked, logp, 0.0), axis=-1)
         entropy = -jnp.sum(jnp.where(open_, jnp.exp(logp) * logp, 0.0), axis=-1)
     return jnp.where(mask, chosen, 0.0), jnp.where(mask, entropy, 0.0)
+
+
+def mixture_logprobs(logprobs: jax.Array) -> jax.Array:
+    """``f32[S, N]``: the reply tokens' log-probabilities under the uniform mixture of
+    ``K`` models, given each model's own, ``logprobs`` ``f32[K, S, N]`` (0 past a reply's
+    end, as ``reply_logprobs`` returns them).
+
+    The mixture draws a model, then the whole reply from it; its probability of token
+    ``t`` given the reply so far weighs each model by its probability of that prefix:
+    ``log p(y_t | y_<t) = lse_k c_k[t] - lse_k c_k[t-1]``, ``c_k`` model ``k``'s cumulative
+    log-probability. A reply's tokens therefore sum to the log of the models' mean
+    probability of the whole reply -- the strategies' average, not the parameters'."""
+    mixed = jax.nn.logsumexp(jnp.cumsum(logprobs, axis=-1), axis=0) - jnp.log(logprobs.shape[0])
+    return mixed - jnp.pad(mixed[:, :-1], ((0, 0), (1, 0)))

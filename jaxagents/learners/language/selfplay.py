@@ -19,8 +19,9 @@ every other learner. One update is one compiled call, read top to bottom:
    they were drawn from (``policy.reply_logprobs``): REINFORCE, ``-sum_tokens logp * A``,
    or PPO's clipped per-token ratio against the generation's own logprobs; minus
    ``ent_coef`` times the per-token entropy, plus ``kl_coef`` times the k3 estimate of
-   the KL to a reference model: the frozen initial model, or with ``kl_ref_rate > 0`` a
-   moving magnet, the trained weights' exponential average. Each term is a sum over a
+   the KL to a reference model: the frozen initial model, or a moving magnet: with
+   ``kl_ref_rate > 0`` the trained weights' exponential average, with
+   ``kl_ref_snapshots > 0`` the mixture of recent snapshots' strategies. Each term is a sum over a
    reply's tokens (no length normalisation, as SPIRAL) averaged over the turns trained on.
 
 The train state (``LanguageTrainState``) holds the trainable weights (every weight, or
@@ -82,7 +83,8 @@ class LanguageTrainState:
         params: the trainable weights (every weight, or the LoRA adapters).
         frozen: the frozen weights under LoRA adapters (None without).
         reference: the KL's reference: the initial trainable weights, or with
-            ``kl_ref_rate > 0`` their exponential average (the magnet). None when
+            ``kl_ref_rate > 0`` their exponential average (the magnet), or with
+            ``kl_ref_snapshots = K`` a ring of K snapshots stacked on a leading axis. None when
             ``kl_coef`` is 0, or under LoRA with a fixed reference (the frozen weights).
         opt_state: the optimiser's state.
         baseline: ``f32[1, 2 * num_games]`` the RAE table, one cell per (game, seat).
@@ -231,7 +233,10 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         trainable, frozen = policy.init(k_model)
         hp = default_hparams if hparams is None else hparams
         tx = make_optimizer(hp, jnp.ones(()), cfg.optimizer)
-        reference = trainable if cfg.kl_coef > 0 and (frozen is None or cfg.kl_ref_rate > 0) else None
+        moving = cfg.kl_ref_rate > 0 or cfg.kl_ref_snapshots > 0
+        reference = trainable if cfg.kl_coef > 0 and (frozen is None or moving) else None
+        if cfg.kl_ref_snapshots:
+            reference = jax.tree.map(lambda x: jnp.stack([x] * cfg.kl_ref_snapshots), reference)
         return LanguageTrainState(params=trainable, frozen=frozen, reference=reference, opt_state=tx.init(trainable),
                                   baseline=jnp.zeros((1, 2 * num_games), jnp.float32), key=k_next,
                                   update=jnp.zeros((), jnp.int32), turns=jnp.zeros((), jnp.int32))
@@ -277,10 +282,16 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         weight = [w.reshape(-1) for _, w in per_turn]
         if cfg.kl_coef > 0:  # the reference model's scores, once per update
             # LoRA with a fixed reference: the frozen weights alone (the adapters start at zero)
-            ref_params = state.frozen if state.reference is None else policy.params(state.reference, state.frozen)
-            reference_lp = [jax.lax.stop_gradient(policy_lib.reply_logprobs(ref_params, model, t, cfg.temperature,
-                                                                              tab.choices if c else None)[0])
-                            for t, tab, c in zip(flat, policy.tables, constrained)]
+            def ref_scores(weights, t, tab, c):
+                ref_params = state.frozen if weights is None else policy.params(weights, state.frozen)
+                return policy_lib.reply_logprobs(ref_params, model, t, cfg.temperature, tab.choices if c else None)[0]
+
+            if cfg.kl_ref_snapshots:  # the snapshots' strategies mixed, one model at a time
+                reference_lp = [policy_lib.mixture_logprobs(jax.lax.map(lambda w: ref_scores(w, *g), state.reference))
+                                for g in zip(flat, policy.tables, constrained)]
+            else:
+                reference_lp = [ref_scores(state.reference, *g) for g in zip(flat, policy.tables, constrained)]
+            reference_lp = jax.lax.stop_gradient(reference_lp)
         else:
             reference_lp = [None] * num_games
         lr_scale = 1.0 - state.update / num_updates if cfg.anneal_lr else 1.0  # linearly to 0 over the run
@@ -331,6 +342,11 @@ def make_train(config: LanguageSelfPlayConfig, env, *, env_params=None, callback
         played = sum(t.active.sum() for t in all_turns).astype(jnp.int32)
         if cfg.kl_ref_rate > 0:  # the magnet follows the iterates
             state = state.replace(reference=optax.incremental_update(trainable, state.reference, cfg.kl_ref_rate))
+        if cfg.kl_ref_snapshots:  # every kl_ref_every updates the oldest snapshot gives way to the weights
+            done = state.update + 1
+            slot, due = (done // cfg.kl_ref_every) % cfg.kl_ref_snapshots, done % cfg.kl_ref_every == 0
+            state = state.replace(reference=jax.tree.map(lambda r, p: jnp.where(due, r.at[slot].set(p), r),
+                                                         state.reference, trainable))
         state = state.replace(params=trainable, opt_state=opt_state, baseline=baseline, key=key,
                               update=state.update + 1, turns=state.turns + played)
         metrics = {"update": state.update.astype(jnp.float32), "env_steps": state.turns.astype(jnp.float32), **stats}
