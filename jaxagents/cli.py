@@ -26,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _parse_kwargs(pairs: list[str] | None) -> dict:
+def _parse_kwargs(pairs: list[str] | None, flag: str = "--env-kwarg") -> dict:
     """``["horizon=5", "layout=cramped_room"]`` -> ``{"horizon": 5, "layout": "cramped_room"}``
     (values parsed as Python literals when they are, ``true``/``false`` in any case as
     booleans, else kept as strings: ``flag=false`` must not reach a constructor as a
@@ -34,7 +34,7 @@ def _parse_kwargs(pairs: list[str] | None) -> dict:
     out = {}
     for pair in pairs or []:
         if "=" not in pair:
-            raise CLIError(f"--env-kwarg expects key=value, got {pair!r}")
+            raise CLIError(f"{flag} expects key=value, got {pair!r}")
         k, v = pair.split("=", 1)
         if v.lower() in ("true", "false"):
             out[k] = v.lower() == "true"
@@ -202,7 +202,8 @@ def cmd_bench_lm(args) -> int:
         registry.spec(args.game)
         rows = lm.benchmark_learner(args.game, num_games=tuple(args.games), max_turns=args.turns,
                                     prompt_len=args.prompt_len or 320, constrained=args.constrained,
-                                    env_kwargs=_parse_kwargs(args.env_kwarg), **common)
+                                    env_kwargs=_parse_kwargs(args.env_kwarg),
+                                    learner_kwargs=_parse_kwargs(args.learner_kwarg, "--learner-kwarg"), **common)
     else:
         registry.spec(args.game)
         rows = lm.benchmark_selfplay(args.game, num_games=tuple(args.games), max_turns=args.turns,
@@ -326,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="generate: tokens/s of generation; selfplay: game-steps/s of self-play turns; learner: one "
                     "update of the lm_selfplay learner (rollout, advantages, gradient step)")
     sl.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE", help="text game constructor argument (learner)")
+    sl.add_argument("--learner-kwarg", action="append", metavar="KEY=VALUE",
+                    help="a LanguageSelfPlayConfig field of the learner (learner; repeatable): kl_coef=0.5, grad_chunks=16")
     sl.add_argument("--model", default="tiny", help="a shape (tiny, qwen2.5-0.5b: random weights) or a checkpoint folder")
     sl.add_argument("--tokenizer", metavar="FOLDER", help="folder with tokenizer.json (selfplay with a model named by shape)")
     sl.add_argument("--game", default="text_kuhn_poker", help="a registered text game (selfplay)")

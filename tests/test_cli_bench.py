@@ -79,6 +79,10 @@ def test_cli_bench_writes_files(capsys, tmp_path):
         (["bench", "stag_hunt", "--json", "no_such_folder/b.json"], "--json no_such_folder/b.json: folder"),
         (["bench", "stag_hunt", "--plot", "no_such_folder/b.png"], "--plot no_such_folder/b.png: folder"),
         (["bench", "stag_hunt", "--json", "."], "--json .: is a folder"),
+        # the language learner's config fields: checked before anything compiles
+        (["bench-lm", "learner", "--games", "4", "--learner-kwarg", "nope=1"], "not fields of LanguageSelfPlayConfig"),
+        (["bench-lm", "learner", "--games", "4", "--learner-kwarg", "kl_ref_snapshots=2"], "set kl_coef > 0"),
+        (["bench-lm", "learner", "--learner-kwarg", "kl_coef"], "--learner-kwarg expects key=value"),
     ],
 )
 def test_cli_errors_exit_2_with_one_line(capsys, argv, match):

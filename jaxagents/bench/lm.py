@@ -149,14 +149,17 @@ def benchmark_selfplay(env_id: str = "text_kuhn_poker", model: str = "tiny", num
 
 def benchmark_learner(env_id: str = "text_kuhn_poker", model: str = "tiny", num_games=(16, 64), max_turns: int = 3,
                       new_tokens: int = 4, prompt_len: int = 320, constrained: bool = True, repeats: int = 3,
-                      dtype: str = "float32", env_kwargs: dict | None = None,
+                      dtype: str = "float32", env_kwargs: dict | None = None, learner_kwargs: dict | None = None,
                       progress: Callable[[LMBenchRow], None] | None = None) -> list[LMBenchRow]:
     """One update of the language self-play learner (``lm_selfplay``), rollout included,
     as the one compiled call it is: ``num_games`` games of ``env_id`` played to the end
     (at most ``max_turns`` turns), the advantages, the gradient step. ``model``: ``tiny``
     (the learner's default from-scratch decoder, with its games' tokenizer) or a
     checkpoint folder. Rows count the reply tokens generated (``tokens``) and the turns
-    played (``game_steps``) per update; the in-training evaluation is not run."""
+    played (``game_steps``) per update; the in-training evaluation is not run.
+    ``learner_kwargs``: further ``LanguageSelfPlayConfig`` fields (a KL magnet,
+    ``grad_chunks``, ...); an unknown or invalid one is a one-line ``ValueError`` before
+    anything compiles."""
     from jaxagents.core.registry import make
     from jaxagents.learners.language.config import LanguageSelfPlayConfig, ModelSpec
     from jaxagents.learners.language.selfplay import make_train
@@ -164,10 +167,16 @@ def benchmark_learner(env_id: str = "text_kuhn_poker", model: str = "tiny", num_
     env = make(env_id, **dict(env_kwargs or {}))
     spec = ModelSpec(dtype=dtype) if model == "tiny" else ModelSpec(path=model, dtype=dtype)
     rows = []
-    for b in num_games:
-        cfg = LanguageSelfPlayConfig(num_envs=b, num_steps=max_turns, total_timesteps=b * max_turns * 10**6,
-                                     prompt_len=prompt_len, max_new_tokens=new_tokens, constrained=constrained,
-                                     model=spec, eval_every=10**6)
+    fields = {f.name for f in dataclasses.fields(LanguageSelfPlayConfig)}
+    unknown = sorted(set(learner_kwargs or {}) - fields)
+    if unknown:
+        raise ValueError(f"learner_kwargs: {unknown} are not fields of LanguageSelfPlayConfig")
+    configs = [LanguageSelfPlayConfig(**{**dict(num_envs=b, num_steps=max_turns, total_timesteps=b * max_turns * 10**6,
+                                                prompt_len=prompt_len, max_new_tokens=new_tokens,
+                                                constrained=constrained, model=spec, eval_every=10**6),
+                                         **dict(learner_kwargs or {})})
+               for b in num_games]  # every size checked before the first compiles
+    for b, cfg in zip(num_games, configs):
         learner = make_train(cfg, env, evaluations={})
         state = learner.init(jax.random.PRNGKey(0))
 
